@@ -1,0 +1,503 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+func TestLoadExample(t *testing.T) {
+	testEnv(t)
+	c, err := Load("testdata/example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ledger.Path != "/var/lib/reclaimer/ledger.db" || c.Archive.Dir != "/var/lib/reclaimer/archives" {
+		t.Errorf("ledger %q, archive %q", c.Ledger.Path, c.Archive.Dir)
+	}
+	wantPolicy := PolicyOverrides{
+		CacheDirs:   []string{".cache", ".npm", ".cargo/registry"},
+		DiskHigh:    ptr[Fraction](0.85),
+		DiskLow:     ptr[Fraction](0.80),
+		Retention:   ptr(Duration(days(14))),
+		Grace:       ptr(Duration(36 * time.Hour)),
+		IdleSuspend: ptr(Duration(20 * time.Minute)),
+		MaxLifetime: ptr(Duration(12 * time.Hour)),
+	}
+	if !reflect.DeepEqual(c.Policy, wantPolicy) {
+		t.Errorf("policy:\n got  %s\n want %s", dump(c.Policy), dump(wantPolicy))
+	}
+	wantWorktrees := []WorktreeSource{
+		{Repo: "/home/me/project", PolicyOverrides: PolicyOverrides{Retention: ptr(Duration(days(3)))}},
+		{Root: "/srv/agents/worktrees", PolicyOverrides: PolicyOverrides{Retention: ptr(Duration(0)), DiskHigh: ptr(Fraction(0))}},
+	}
+	if !reflect.DeepEqual(c.Worktrees, wantWorktrees) {
+		t.Errorf("worktrees:\n got  %+v\n want %+v", c.Worktrees, wantWorktrees)
+	}
+	wantDirs := []DirSource{{
+		Root:       "/srv/agents/runs",
+		Home:       "persistence",
+		Workspaces: []string{"workspace", "shared/out"},
+		PolicyOverrides: PolicyOverrides{
+			DiskHigh:  ptr[Fraction](0.9),
+			CacheDirs: []string{".cache", ".npm", ".gradle/caches"},
+		},
+	}}
+	if !reflect.DeepEqual(c.Dirs, wantDirs) {
+		t.Errorf("dirs:\n got  %+v\n want %+v", c.Dirs, wantDirs)
+	}
+
+	global := Policy{
+		CacheDirs: []string{".cache", ".npm", ".cargo/registry"},
+		DiskHigh:  0.85, DiskLow: 0.80,
+		Retention: days(14), Grace: 36 * time.Hour, IdleSuspend: 20 * time.Minute, MaxLifetime: 12 * time.Hour,
+	}
+	repo := global
+	repo.Retention = days(3)
+	root := global
+	root.Retention, root.DiskHigh, root.DiskLow = 0, 0, 0
+	dirs := global
+	dirs.DiskHigh, dirs.DiskLow = 0.9, 0.85
+	dirs.CacheDirs = []string{".cache", ".npm", ".gradle/caches"}
+	for _, tt := range []struct {
+		src  Source
+		want Policy
+	}{
+		{nil, global},
+		{c.Worktrees[0], repo},
+		{&c.Worktrees[1], root},
+		{c.Dirs[0], dirs},
+	} {
+		if got := c.PolicyFor(tt.src); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("PolicyFor(%v):\n got  %+v\n want %+v", tt.src, got, tt.want)
+		}
+	}
+}
+
+// dump prints overrides with the pointers followed.
+func dump(o PolicyOverrides) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cache_dirs=%q", o.CacheDirs)
+	for _, f := range []struct {
+		name string
+		v    fmt.Stringer
+	}{{"disk_high", o.DiskHigh}, {"disk_low", o.DiskLow}, {"retention", o.Retention}, {"grace", o.Grace}, {"idle_suspend", o.IdleSuspend}, {"max_lifetime", o.MaxLifetime}} {
+		if !reflect.ValueOf(f.v).IsNil() {
+			fmt.Fprintf(&b, " %s=%v", f.name, f.v)
+		}
+	}
+	return b.String()
+}
+
+func TestParseEveryKey(t *testing.T) {
+	testEnv(t)
+	const doc = `
+[ledger]
+path = "/data/ledger.db"
+
+[policy]
+cache_dirs = ["c1", "c2/sub"]
+disk_high = 0.9
+disk_low = "70%"
+retention = "1w"
+grace = "90m"
+idle_suspend = "30s"
+max_lifetime = "1d12h"
+
+[archive]
+dir = "/data/archives"
+
+[[worktrees]]
+repo = "/r"
+cache_dirs = []
+disk_high = "95%"
+disk_low = 0.5
+retention = "2d"
+grace = "0"
+idle_suspend = "1h"
+max_lifetime = "off"
+
+[[worktrees]]
+root = "/w"
+
+[[dirs]]
+root = "/d"
+home = "h"
+workspaces = ["a", "b/c", "."]
+cache_dirs = [".x"]
+disk_high = 0.6
+retention = "off"
+grace = "1s"
+idle_suspend = "2m"
+max_lifetime = "3h"
+`
+	c := mustLoad(t, doc)
+	want := &Config{
+		Ledger:  Ledger{Path: "/data/ledger.db"},
+		Archive: Archive{Dir: "/data/archives"},
+		Policy: PolicyOverrides{
+			CacheDirs: []string{"c1", "c2/sub"},
+			DiskHigh:  ptr[Fraction](0.9), DiskLow: ptr[Fraction](0.7),
+			Retention: ptr(Duration(days(7))), Grace: ptr(Duration(90 * time.Minute)),
+			IdleSuspend: ptr(Duration(30 * time.Second)), MaxLifetime: ptr(Duration(36 * time.Hour)),
+		},
+		Worktrees: []WorktreeSource{
+			{Repo: "/r", PolicyOverrides: PolicyOverrides{
+				CacheDirs: []string{},
+				DiskHigh:  ptr[Fraction](0.95), DiskLow: ptr[Fraction](0.5),
+				Retention: ptr(Duration(days(2))), Grace: ptr(Duration(0)),
+				IdleSuspend: ptr(Duration(time.Hour)), MaxLifetime: ptr(Duration(0)),
+			}},
+			{Root: "/w"},
+		},
+		Dirs: []DirSource{{
+			Root: "/d", Home: "h", Workspaces: []string{"a", "b/c", "."},
+			PolicyOverrides: PolicyOverrides{
+				CacheDirs: []string{".x"}, DiskHigh: ptr[Fraction](0.6),
+				Retention: ptr(Duration(0)), Grace: ptr(Duration(time.Second)),
+				IdleSuspend: ptr(Duration(2 * time.Minute)), MaxLifetime: ptr(Duration(3 * time.Hour)),
+			},
+		}},
+	}
+	want.name, want.lines = c.name, c.lines
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", *c, *want)
+	}
+
+	for _, tt := range []struct {
+		name string
+		src  Source
+		want Policy
+	}{
+		{"worktrees[0]", c.Worktrees[0], Policy{
+			CacheDirs: []string{}, DiskHigh: 0.95, DiskLow: 0.5,
+			Retention: days(2), Grace: 0, IdleSuspend: time.Hour, MaxLifetime: 0,
+		}},
+		{"worktrees[1]", c.Worktrees[1], Policy{
+			CacheDirs: []string{"c1", "c2/sub"}, DiskHigh: 0.9, DiskLow: 0.7,
+			Retention: days(7), Grace: 90 * time.Minute, IdleSuspend: 30 * time.Second, MaxLifetime: 36 * time.Hour,
+		}},
+		{"dirs[0]", c.Dirs[0], Policy{
+			CacheDirs: []string{".x"}, DiskHigh: 0.6, DiskLow: 0.55,
+			Retention: 0, Grace: time.Second, IdleSuspend: 2 * time.Minute, MaxLifetime: 3 * time.Hour,
+		}},
+	} {
+		if got := c.PolicyFor(tt.src); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("PolicyFor(%s):\n got  %+v\n want %+v", tt.name, got, tt.want)
+		}
+	}
+
+	// Lines of keys, used for Validate's messages.
+	for key, line := range map[string]int{
+		"ledger": 2, "ledger.path": 3, "policy.disk_low": 8, "worktrees[0]": 17,
+		"worktrees[0].max_lifetime": 25, "worktrees[1].root": 28, "dirs[0]": 30, "dirs[0].max_lifetime": 39,
+	} {
+		if got := c.lineOf(key); got != line {
+			t.Errorf("lineOf(%q) = %d; want %d", key, got, line)
+		}
+	}
+}
+
+func TestParseAlternativeSyntax(t *testing.T) {
+	testEnv(t)
+	// Inline tables, dotted keys and quoted keys mean the same as tables.
+	const doc = `
+policy.retention = "3d"
+policy = { }
+`
+	_, path, err := loadDoc(t, doc)
+	var e *Error
+	if !errors.As(err, &e) || e.File != path || e.Line != 3 || e.Column != 1 || e.Key != "policy" {
+		t.Errorf("redefined policy: got %v; want an error at 3:1", err)
+	}
+
+	c := mustLoad(t, `
+"policy".retention = "3d"
+archive = { dir = "/a" }
+worktrees = [ { repo = "/r", grace = "1h" }, { root = "/w" } ]
+dirs = [ { root = "/d", workspaces = [ "ws" ] } ]
+`)
+	if *c.Policy.Retention != Duration(days(3)) || c.Archive.Dir != "/a" ||
+		len(c.Worktrees) != 2 || c.Worktrees[0].Repo != "/r" || *c.Worktrees[0].Grace != Duration(time.Hour) ||
+		c.Worktrees[1].Root != "/w" || len(c.Dirs) != 1 || c.Dirs[0].Workspaces[0] != "ws" {
+		t.Errorf("got %+v", c)
+	}
+	if c.lineOf("worktrees[1].root") != 4 || c.lineOf("worktrees[1]") != 4 {
+		t.Errorf("lines: worktrees[1] at %d, its root at %d; want 4", c.lineOf("worktrees[1]"), c.lineOf("worktrees[1].root"))
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	testEnv(t)
+	tests := []struct {
+		name string
+		doc  string
+		want []problem
+	}{
+		{"top level", "[policy]\nretention = \"1d\"\n\n# comment\n", nil},
+		{"top level key", "foo = 1\n", []problem{{1, "foo", `unknown key "foo" at top level`}}},
+		{"top level near miss", "\n\nlegder.path = \"/x\"\n", []problem{{3, "legder", `unknown key "legder" at top level; did you mean "ledger"?`}}},
+		{"in policy", "[policy]\ndisk_high = 0.9\n\n\n\n\n\n\n\n\n\ndsik_high = 0.85\n",
+			[]problem{{12, "policy.dsik_high", `unknown key "dsik_high" in [policy]; did you mean "disk_high"?`}}},
+		{"several in policy", "[policy]\nfoo = 1\nretension = \"1d\"\n",
+			[]problem{
+				{2, "policy.foo", `unknown key "foo" in [policy]`},
+				{3, "policy.retension", `unknown key "retension" in [policy]; did you mean "retention"?`},
+			}},
+		{"in second worktrees", "[[worktrees]]\nrepo = \"/a\"\n[[worktrees]]\nrepo = \"/b\"\nretain = \"1d\"\n",
+			[]problem{{5, "worktrees[1].retain", `unknown key "retain" in worktrees[1]`}}},
+		{"repo in dirs", "[[dirs]]\nroot = \"/a\"\nrepo = \"/b\"\n",
+			[]problem{{3, "dirs[0].repo", `unknown key "repo" in dirs[0]`}}},
+		{"table", "[polcy]\nretention = \"1d\"\nfoo = 2\n",
+			[]problem{{1, "polcy", `unknown table [polcy]; did you mean "policy"?`}}},
+		{"sub-table", "[policy]\n[policy.docker]\nx = 1\n",
+			[]problem{{2, "policy.docker", `unknown table [policy.docker]`}}},
+		{"array of tables", "[[docker]]\nimage = \"x\"\n[[docker]]\n",
+			[]problem{{1, "docker", `unknown array of tables [[docker]]`}}},
+		{"dotted", "policy.foo.x = 1\npolicy.foo.y = 2\n",
+			[]problem{{1, "policy.foo", `unknown key "foo" in [policy]`}}},
+		{"in dirs", "[[worktrees]]\nrepo = \"/r\"\n[[dirs]]\nroot = \"/d\"\n" + strings.Repeat("\n", 35) + "workspaces = [\"w\"]\nws = 1\n",
+			[]problem{{41, "dirs[0].ws", `unknown key "ws" in dirs[0]`}}},
+		{"in inline table", "dirs = [{ root = \"/d\" },\n  { root = \"/e\", hme = \"h\" }]\n",
+			[]problem{{2, "dirs[1].hme", `unknown key "hme" in dirs[1]; did you mean "home"?`}}},
+		{"quoted dotted name", "\"policy.disk_high\" = 0.5\n",
+			[]problem{{1, `"policy.disk_high"`, `unknown key "policy.disk_high" at top level`}}},
+		{"future section", "[server]\nlisten = \":8080\"\n",
+			[]problem{{1, "server", `unknown table [server]`}}},
+		{"archive s3", "[archive.s3]\nbucket = \"b\"\n",
+			[]problem{{1, "archive.s3", `unknown table [archive.s3]`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, path, err := loadDoc(t, tt.doc)
+			checkProblems(t, err, path, tt.want...)
+			if tt.want == nil && c == nil {
+				t.Fatal("no config")
+			}
+		})
+	}
+}
+
+func TestUnknownKeyMessage(t *testing.T) {
+	testEnv(t)
+	doc := "[policy]\n" + strings.Repeat("\n", 10) + "dsik_high = 0.85\n"
+	_, path, err := loadDoc(t, doc)
+	want := fmt.Sprintf(`config %s:12: unknown key "dsik_high" in [policy]; did you mean "disk_high"?`, path)
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+func TestTypeErrors(t *testing.T) {
+	testEnv(t)
+	const (
+		wantDuration = `want a duration such as "14d", "1d12h", "90m" or "off", `
+		wantFraction = `want a fraction such as 0.85, a percentage such as "85%", or "off", `
+	)
+	tests := []struct {
+		name string
+		doc  string
+		want []problem
+	}{
+		{"integer duration", "[policy]\nretention = 14\n",
+			[]problem{{2, "policy.retention", wantDuration + "got the integer 14"}}},
+		{"bool duration", "[[worktrees]]\nroot = \"/w\"\ngrace = true\n",
+			[]problem{{3, "worktrees[0].grace", wantDuration + "got the boolean true"}}},
+		{"float duration", "[policy]\nidle_suspend = 1.5\n",
+			[]problem{{2, "policy.idle_suspend", wantDuration + "got the number 1.5"}}},
+		{"bool fraction", "[policy]\ndisk_high = true\n",
+			[]problem{{2, "policy.disk_high", wantFraction + "got the boolean true"}}},
+		{"integer fraction", "[policy]\ndisk_high = 85\n",
+			[]problem{{2, "policy.disk_high", wantFraction + "got the integer 85"}}},
+		{"integer path", "[ledger]\npath = 1\n",
+			[]problem{{2, "ledger.path", "want a string, got the integer 1"}}},
+		{"array path", "[[dirs]]\nroot = [\"/a\"]\n",
+			[]problem{{2, "dirs[0].root", "want a string, got an array"}}},
+		{"string for list", "[[dirs]]\nroot = \"/a\"\nworkspaces = \"w\"\n",
+			[]problem{{3, "dirs[0].workspaces", `want an array of strings, got the string "w"`}}},
+		{"list element", "[policy]\ncache_dirs = [\n  \".cache\",\n  1,\n]\n",
+			[]problem{{4, "policy.cache_dirs[1]", "want a string, got the integer 1"}}},
+		{"date", "[policy]\nretention = 2025-01-01\n",
+			[]problem{{2, "policy.retention", wantDuration + "got the date/time 2025-01-01"}}},
+		{"table for value", "[policy]\n[policy.retention]\n",
+			[]problem{{2, "policy.retention", `want ` + wantDuration[5:len(wantDuration)-2] + `, got a table`}}},
+		{"value for table", "policy = \"strict\"\n",
+			[]problem{{1, "policy", `want a table, got the string "strict"`}}},
+		{"array of tables for table", "[[policy]]\nretention = \"1d\"\n",
+			[]problem{{1, "policy", "is a single table: write [policy], not [[policy]]"}}},
+		{"table for array of tables", "[worktrees]\nrepo = \"/r\"\n",
+			[]problem{{1, "worktrees", "is an array of tables: write [[worktrees]] for each entry"}}},
+		{"value for array of tables", "dirs = \"/d\"\n",
+			[]problem{{1, "dirs", `want an array of tables, got the string "/d"`}}},
+		{"array element not a table", "worktrees = [{ repo = \"/r\" }, \"/s\"]\n",
+			[]problem{{1, "worktrees[1]", `want a table, got the string "/s"`}}},
+		{"index a table", "policy = [{ retention = \"1d\" }]\n",
+			[]problem{{1, "policy", "want a table, got an array"}}},
+		{"all at once", "foo = 1\n[policy]\nretention = 14\ndisk_low = \"x\"\n[[worktrees]]\nrepo = 3\nbar = 2\n",
+			[]problem{
+				{1, "foo", `unknown key "foo" at top level`},
+				{3, "policy.retention", wantDuration + "got the integer 14"},
+				{4, "policy.disk_low", `"x" is not a fraction: write e.g. 0.85 or "85%", or "off"`},
+				{6, "worktrees[0].repo", "want a string, got the integer 3"},
+				{7, "worktrees[0].bar", `unknown key "bar" in worktrees[0]`},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, path, err := loadDoc(t, tt.doc)
+			checkProblems(t, err, path, tt.want...)
+		})
+	}
+}
+
+func TestSyntaxErrors(t *testing.T) {
+	testEnv(t)
+	tests := []struct {
+		name      string
+		doc       string
+		line, col int
+		msg       string
+	}{
+		{"missing value", "[policy]\nretention = \n", 2, 13, "unexpected character U+000A at start of value"},
+		{"unterminated string", "[policy]\nretention = \"1d\n", 2, 16, "basic strings cannot have new lines"},
+		{"bad header", "[policy\nretention = \"1d\"\n", 1, 0, ""},
+		{"bare word", "[policy]\n\ngrace = off\n", 3, 9, ""},
+		{"duplicate key", "[policy]\nretention = \"1d\"\nretention = \"2d\"\n", 3, 1, "key retention is already defined"},
+		{"duplicate table", "[policy]\n[archive]\n[policy]\n", 3, 2, "table policy already exists"},
+		{"end of file", "[[worktrees]]\nrepo = ", 2, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, path, err := loadDoc(t, tt.doc)
+			got := problems(t, err)
+			if len(got) != 1 {
+				t.Fatalf("got %v; want one problem", err)
+			}
+			e := got[0]
+			if e.File != path || e.Line != tt.line || (tt.col > 0 && e.Column != tt.col) || e.Column == 0 ||
+				(tt.msg != "" && e.Msg != tt.msg) || e.Msg == "" {
+				t.Errorf("got %s:%d:%d %q; want line %d column %d %q", e.File, e.Line, e.Column, e.Msg, tt.line, tt.col, tt.msg)
+			}
+			prefix := fmt.Sprintf("config %s:%d:%d: ", path, e.Line, e.Column)
+			if !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("Error() = %q; want prefix %q", err, prefix)
+			}
+		})
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	testEnv(t)
+	missing := filepath.Join(t.TempDir(), "missing.toml")
+	_, err := Load(missing)
+	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
+		t.Errorf("missing file: got %v; want fs.ErrNotExist, not ErrInvalid", err)
+	}
+	if !strings.HasPrefix(fmt.Sprint(err), "load config: ") {
+		t.Errorf("missing file: got %q", err)
+	}
+
+	big := writeConfig(t, "# "+strings.Repeat("x", maxFileSize)+"\n")
+	_, err = Load(big)
+	checkProblems(t, err, big, problem{0, "", "larger than 1048576 bytes"})
+
+	empty := writeConfig(t, "")
+	c, err := Load(empty)
+	if err != nil || c.Ledger.Path != testState+"/ledger.db" || c.Archive.Dir != testState+"/archives" ||
+		len(c.Worktrees)+len(c.Dirs) != 0 {
+		t.Errorf("empty file: got %+v, %v", c, err)
+	}
+}
+
+// TestDecoderErrors checks the second line of defence: errors of go-toml's
+// strict decoder, for documents the scanner let through, become *Errors
+// naming the key and line.
+func TestDecoderErrors(t *testing.T) {
+	testEnv(t)
+	doc := []byte("[policy]\nretention = \"1d\"\n\n[[worktrees]]\nrepo = \"/r\"\nretain = 1\n")
+	s := newScanner(doc, "f.toml")
+	s.scan()
+	s.errs, s.unknown = nil, map[string]bool{} // pretend the scanner missed the unknown key
+
+	var c Config
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&c)
+	var strict *toml.StrictMissingError
+	if !errors.As(err, &strict) {
+		t.Fatalf("go-toml: got %v; want a StrictMissingError", err)
+	}
+	s.convert(err)
+	checkProblems(t, joinErrors(s.errs), "f.toml",
+		problem{6, "worktrees[0].retain", `unknown key "retain" in worktrees[0]`})
+
+	// A type error as go-toml reports it.
+	doc = []byte("[policy]\n\ndisk_high = [1]\n")
+	s = newScanner(doc, "f.toml")
+	s.scan()
+	s.errs, s.unknown = nil, map[string]bool{}
+	err = toml.Unmarshal(doc, &c)
+	s.convert(err)
+	got := problems(t, joinErrors(s.errs))
+	if len(got) != 1 || got[0].Line != 3 || got[0].Key != "policy.disk_high" || got[0].Column == 0 ||
+		!strings.Contains(got[0].Msg, "cannot decode TOML") {
+		t.Errorf("got %v", joinErrors(s.errs))
+	}
+
+	// Anything else keeps its message.
+	s.errs = nil
+	s.convert(errors.New("toml: something odd"))
+	checkProblems(t, joinErrors(s.errs), "f.toml", problem{0, "", "something odd"})
+}
+
+func TestErrorString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		e    Error
+		want string
+	}{
+		{Error{File: "/etc/r.toml", Line: 12, Key: "worktrees[1].retention", Msg: "bad"}, "config /etc/r.toml:12: worktrees[1].retention: bad"},
+		{Error{File: "/etc/r.toml", Line: 2, Column: 13, Msg: "unexpected"}, "config /etc/r.toml:2:13: unexpected"},
+		{Error{File: "/etc/r.toml", Key: "ledger.path", Msg: "bad"}, "config /etc/r.toml: ledger.path: bad"},
+		{Error{Key: "dirs[0].root", Msg: "bad"}, "config: dirs[0].root: bad"},
+		{Error{Line: 3, Key: "policy.x", Msg: `unknown key "x" in [policy]`, keyInMsg: true}, `config line 3: unknown key "x" in [policy]`},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("got  %q\nwant %q", got, tt.want)
+		}
+		if !errors.Is(&tt.e, ErrInvalid) {
+			t.Errorf("%q does not match ErrInvalid", tt.want)
+		}
+	}
+}
+
+func TestExampleIsComplete(t *testing.T) {
+	// Every key the schema knows appears in the example; policy keys at
+	// least in [policy].
+	data, err := os.ReadFile("testdata/example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScanner(data, "example.toml")
+	s.scan()
+	seen := map[string]bool{}
+	for _, e := range s.entries {
+		seen[e.path.norm()] = true
+	}
+	for key, kind := range schema().kinds {
+		_, leaf, _ := strings.Cut(key, "[].")
+		if !seen[key] && !(kind == kindTables && seen[key+"[]"]) && !(leaf != "" && seen["policy."+leaf]) {
+			t.Errorf("testdata/example.toml lacks %s", key)
+		}
+	}
+}

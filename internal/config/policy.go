@@ -1,0 +1,144 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// PolicyOverrides holds the policy keys as written in one table: the global
+// [policy] table, or a source table such as [[worktrees]] or [[dirs]] (which
+// embed it, so any policy key may appear there). A nil field (nil slice for
+// CacheDirs) means the key was left out and the value is inherited: source
+// table ← [policy] ← built-in default. PolicyFor resolves the chain.
+type PolicyOverrides struct {
+	// CacheDirs (cache_dirs) are the folders of a runtime's home that the
+	// caches step empties while the runtime is stopped; relative to the
+	// home, clean, without "..". Default [".cache", ".npm"]. An empty array
+	// (cache_dirs = []) turns the caches step off.
+	CacheDirs []string `toml:"cache_dirs"`
+
+	// DiskHigh (disk_high) is the high watermark of the disk budget: when
+	// the filesystem holding the runtimes is fuller than this, the budget
+	// policy frees space until it is below DiskLow. A fraction (0.85) or a
+	// percentage ("85%"); "off" turns an inherited budget off. Default off.
+	DiskHigh *Fraction `toml:"disk_high"`
+
+	// DiskLow (disk_low) is the low watermark; it must be below DiskHigh.
+	// Default: DiskHigh − 0.05 (half of DiskHigh when that is below 0.1).
+	// A table that sets disk_high without disk_low gets that default, not
+	// an inherited disk_low: the two are one setting.
+	DiskLow *Fraction `toml:"disk_low"`
+
+	// Retention (retention) is how long an idle runtime is kept before it is
+	// archived (when it holds unsaved work) and deleted. Default off.
+	Retention *Duration `toml:"retention"`
+
+	// Grace (grace) is the notice period: a runtime is shown as scheduled,
+	// and a notice goes out, at least this long before it is archived or
+	// deleted. Default 24h; "0s" or "off" means no notice period.
+	Grace *Duration `toml:"grace"`
+
+	// IdleSuspend (idle_suspend) suspends a runtime idle this long, on
+	// backends that can suspend (containers, remote sandboxes). Default off.
+	IdleSuspend *Duration `toml:"idle_suspend"`
+
+	// MaxLifetime (max_lifetime) suspends a runtime this long after it was
+	// created, even when busy. Default off.
+	MaxLifetime *Duration `toml:"max_lifetime"`
+}
+
+// Overrides returns o itself; source tables get it by embedding, which is
+// how they implement Source.
+func (o PolicyOverrides) Overrides() PolicyOverrides { return o }
+
+// Policy is the effective policy of a source: every key resolved to a plain
+// value. A zero duration or fraction means the feature is off.
+type Policy struct {
+	CacheDirs   []string      // relative to a runtime's home; empty: caches step off
+	DiskHigh    float64       // 0: no disk budget
+	DiskLow     float64       // 0 when DiskHigh is 0; otherwise 0 < DiskLow < DiskHigh
+	Retention   time.Duration // 0: keep forever
+	Grace       time.Duration // 0: no notice period
+	IdleSuspend time.Duration // 0: never suspend for idleness
+	MaxLifetime time.Duration // 0: no lifetime cap
+}
+
+// DefaultGrace is the notice period when neither a source table nor
+// [policy] sets grace.
+const DefaultGrace = 24 * time.Hour
+
+// DefaultCacheDirs returns the cache folders used when neither a source
+// table nor [policy] sets cache_dirs: .cache and .npm.
+func DefaultCacheDirs() []string { return []string{".cache", ".npm"} }
+
+// DefaultDiskLow is the low watermark used when only disk_high is set:
+// high − 0.05, or high / 2 when high is below 0.1 (so it stays positive),
+// rounded to 6 decimals so that 0.85 gives exactly 0.80.
+func DefaultDiskLow(high float64) float64 {
+	low := high - 0.05
+	if high < 0.1 {
+		low = high / 2
+	}
+	return math.Round(low*1e6) / 1e6
+}
+
+// Source is one source table: an element of Config.Worktrees or
+// Config.Dirs (later [[docker]], [[e2b]], ...). Each source type embeds
+// PolicyOverrides and names its array of tables.
+type Source interface {
+	// Table is the name of the array of tables, e.g. "worktrees".
+	Table() string
+	// Overrides returns the policy keys set in the source's table.
+	Overrides() PolicyOverrides
+}
+
+// PolicyFor returns the effective policy of source s: its overrides, then
+// the [policy] table, then the built-in defaults. PolicyFor(nil) gives the
+// global policy. The result shares nothing with c. It is meaningful only
+// for a Config that passed Validate.
+func (c *Config) PolicyFor(s Source) Policy {
+	p := Policy{CacheDirs: DefaultCacheDirs(), Grace: DefaultGrace}
+	lowSet := false
+	p.apply(c.Policy, &lowSet)
+	if s != nil {
+		p.apply(s.Overrides(), &lowSet)
+	}
+	switch {
+	case p.DiskHigh <= 0:
+		p.DiskHigh, p.DiskLow = 0, 0
+	case !lowSet:
+		p.DiskLow = DefaultDiskLow(p.DiskHigh)
+	}
+	if p.CacheDirs == nil {
+		p.CacheDirs = []string{}
+	}
+	p.CacheDirs = slices.Clone(p.CacheDirs)
+	return p
+}
+
+// apply lays o over p. Setting disk_high forgets an inherited disk_low
+// (lowSet), so that a source raising or lowering its high watermark gets a
+// matching low one.
+func (p *Policy) apply(o PolicyOverrides, lowSet *bool) {
+	if o.CacheDirs != nil {
+		p.CacheDirs = o.CacheDirs
+	}
+	if o.DiskHigh != nil {
+		p.DiskHigh = float64(*o.DiskHigh)
+		p.DiskLow, *lowSet = 0, false
+	}
+	if o.DiskLow != nil {
+		p.DiskLow, *lowSet = float64(*o.DiskLow), true
+	}
+	setDuration(&p.Retention, o.Retention)
+	setDuration(&p.Grace, o.Grace)
+	setDuration(&p.IdleSuspend, o.IdleSuspend)
+	setDuration(&p.MaxLifetime, o.MaxLifetime)
+}
+
+func setDuration(dst *time.Duration, v *Duration) {
+	if v != nil {
+		*dst = time.Duration(*v)
+	}
+}

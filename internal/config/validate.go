@@ -1,0 +1,300 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Validate checks the whole configuration and returns every problem found,
+// each an *Error naming its key ("worktrees[1].retention") and, for a parsed
+// Config, its line. It does not touch the filesystem: whether a root exists
+// is for its backend to find out at each pass (a folder may be mounted
+// later). Parse and Load call it; call it again after changing a Config in
+// code (for example after AddDirRoot).
+//
+// Checks:
+//   - ledger.path and archive.dir are absolute and not inside a managed root;
+//   - each [[worktrees]] has exactly one of repo and root; each [[dirs]] has
+//     root; these are absolute and not "/";
+//   - no root is, contains or lies inside another root, and no repo lies
+//     inside a [[dirs]] root (its folder would be a runtime) or repeats;
+//   - home, workspaces and cache_dirs are relative, clean, without "..";
+//   - fractions lie in (0, 1), disk_low is below disk_high (in [policy] and
+//     in the effective policy of every source that sets either), and
+//     disk_low is not set without disk_high;
+//   - durations are not negative.
+//
+// The overlap checks compare paths as written: they do not resolve symbolic
+// links.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.absPath("ledger.path", c.Ledger.Path, "ledger file")
+	v.absPath("archive.dir", c.Archive.Dir, "archive folder")
+	v.policy("policy", c.Policy, nil)
+	for i := range c.Worktrees {
+		w := &c.Worktrees[i]
+		key := fmt.Sprintf("worktrees[%d]", i)
+		switch {
+		case w.Repo != "" && w.Root != "":
+			v.add(key+".root", "set repo or root, not both (repo is %q)", w.Repo)
+		case w.Repo == "" && w.Root == "":
+			v.add(key, "set repo (a repository's worktrees) or root (every worktree under a folder)")
+		case w.Repo != "":
+			v.managed(key+".repo", w.Repo)
+		default:
+			v.managed(key+".root", w.Root)
+		}
+		v.policy(key, w.PolicyOverrides, w)
+	}
+	for i := range c.Dirs {
+		d := &c.Dirs[i]
+		key := fmt.Sprintf("dirs[%d]", i)
+		if d.Root == "" {
+			v.add(key, "root is required")
+		} else {
+			v.managed(key+".root", d.Root)
+		}
+		if d.Home != "" {
+			v.subpath(key+".home", d.Home, "runtime folder")
+		}
+		for j, w := range d.Workspaces {
+			v.subpath(fmt.Sprintf("%s.workspaces[%d]", key, j), w, "runtime folder")
+		}
+		v.policy(key, d.PolicyOverrides, d)
+	}
+	v.overlaps()
+	return joinErrors(v.errs)
+}
+
+type validator struct {
+	c    *Config
+	errs []*Error
+	// roots are the managed folders and repositories, in order.
+	roots []area
+}
+
+type area struct {
+	key, path string
+	repo      bool // a [[worktrees]] repo: its own folder is not a runtime
+	dirs      bool // a [[dirs]] root: every child folder is a runtime
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// lineOf returns the line of key, or of the nearest table holding it.
+func (c *Config) lineOf(key string) int {
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := c.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func parentKey(k string) string {
+	if strings.HasSuffix(k, "]") {
+		return k[:strings.LastIndexByte(k, '[')]
+	}
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+// absPath checks a path that must be absolute; what names it in messages.
+func (v *validator) absPath(key, p, what string) bool {
+	switch {
+	case p == "":
+		v.add(key, "no default %s: neither $XDG_STATE_HOME nor $HOME is set; set %s", what, key)
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		v.add(key, "%q: cannot expand ~ because $HOME is not set", p)
+	case strings.HasPrefix(p, "~"):
+		v.add(key, "%q: ~user is not supported: write the absolute path", p)
+	case !filepath.IsAbs(p):
+		v.add(key, "%q is not an absolute path", p)
+	default:
+		return true
+	}
+	return false
+}
+
+// managed checks a root or repo and remembers it for overlaps.
+func (v *validator) managed(key, p string) {
+	if !v.absPath(key, p, "") {
+		return
+	}
+	p = filepath.Clean(p)
+	if p == "/" {
+		v.add(key, `refusing to manage "/"`)
+		return
+	}
+	v.roots = append(v.roots, area{
+		key:  key,
+		path: p,
+		repo: strings.HasSuffix(key, ".repo"),
+		dirs: strings.HasPrefix(key, "dirs["),
+	})
+}
+
+// overlaps reports folders claimed twice, and the ledger or archives inside
+// a managed root.
+func (v *validator) overlaps() {
+	for j, b := range v.roots {
+		for _, a := range v.roots[:j] {
+			if msg := overlap(a, b); msg != "" {
+				v.add(b.key, "%s", msg)
+				break
+			}
+		}
+	}
+	for _, own := range []struct{ key, path string }{
+		{"ledger.path", v.c.Ledger.Path},
+		{"archive.dir", v.c.Archive.Dir},
+	} {
+		if !filepath.IsAbs(own.path) {
+			continue // reported already
+		}
+		for _, r := range v.roots {
+			if !r.repo && within(filepath.Clean(own.path), r.path) {
+				v.add(own.key, "%s is inside %s (%s), which this program deletes from", own.path, r.key, r.path)
+				break
+			}
+		}
+	}
+}
+
+// overlap explains why b may not be configured after a, or returns "".
+func overlap(a, b area) string {
+	switch {
+	case a.repo && b.repo:
+		if a.path == b.path {
+			return fmt.Sprintf("%s repeats %s", b.path, a.key)
+		}
+		return ""
+	case a.repo || b.repo:
+		repo, root := a, b
+		if b.repo {
+			repo, root = b, a
+		}
+		// A repository under a [[dirs]] root would be one of its runtimes. A
+		// repository under a worktrees root, or a root inside a repository
+		// (worktrees in ".worktrees/"), is a common layout.
+		if root.dirs && within(repo.path, root.path) {
+			return fmt.Sprintf("%s is inside %s (%s): it would be deleted as a runtime", repo.path, root.key, root.path)
+		}
+		return ""
+	case a.path == b.path:
+		return fmt.Sprintf("%s is also %s: a folder must belong to one source", b.path, a.key)
+	case within(b.path, a.path):
+		return fmt.Sprintf("%s is inside %s (%s): a folder must belong to one source", b.path, a.key, a.path)
+	case within(a.path, b.path):
+		return fmt.Sprintf("%s contains %s (%s): a folder must belong to one source", b.path, a.key, a.path)
+	}
+	return ""
+}
+
+// within reports whether clean absolute path p is dir or lies inside it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// subpath checks a path relative to a runtime folder or home.
+func (v *validator) subpath(key, p, base string) {
+	switch {
+	case p == "":
+		v.add(key, "empty path")
+	case strings.HasPrefix(p, "~"):
+		v.add(key, "%q: write the path relative to the %s, without ~", p, base)
+	case filepath.IsAbs(p):
+		v.add(key, "%q must be relative to the %s", p, base)
+	case hasDotDot(p):
+		v.add(key, `%q must not contain ".."`, p)
+	case filepath.Clean(p) != p:
+		v.add(key, "%q is not clean: write %q", p, filepath.Clean(p))
+	}
+}
+
+func hasDotDot(p string) bool {
+	for part := range strings.SplitSeq(p, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// policy checks the policy keys of one table (prefix "policy" or a source's
+// key) and, for a source, its effective disk watermarks.
+func (v *validator) policy(prefix string, o PolicyOverrides, src Source) {
+	for i, d := range o.CacheDirs {
+		key := fmt.Sprintf("%s.cache_dirs[%d]", prefix, i)
+		if d == "." {
+			v.add(key, `"." is the whole home: name a folder inside it`)
+			continue
+		}
+		v.subpath(key, d, "runtime's home")
+	}
+	if o.DiskHigh != nil && *o.DiskHigh != 0 {
+		v.fraction(prefix+".disk_high", *o.DiskHigh)
+	}
+	if o.DiskLow != nil {
+		if *o.DiskLow == 0 {
+			v.add(prefix+".disk_low", `"off" is not allowed: leave disk_low out for the default, or set disk_high = "off"`)
+		} else {
+			v.fraction(prefix+".disk_low", *o.DiskLow)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *Duration
+	}{
+		{"retention", o.Retention},
+		{"grace", o.Grace},
+		{"idle_suspend", o.IdleSuspend},
+		{"max_lifetime", o.MaxLifetime},
+	} {
+		if d.v != nil && *d.v < 0 {
+			v.add(prefix+"."+d.name, "%v: negative durations are not allowed", time.Duration(*d.v))
+		}
+	}
+
+	// The effective watermarks; a source that sets neither inherits a pair
+	// checked in [policy] already.
+	if o.DiskHigh == nil && o.DiskLow == nil {
+		return
+	}
+	if !v.validFraction(o.DiskHigh) || !v.validFraction(o.DiskLow) || !v.validFraction(v.c.Policy.DiskHigh) {
+		return // reported above
+	}
+	eff := v.c.PolicyFor(src)
+	switch {
+	case eff.DiskHigh == 0:
+		if o.DiskLow != nil {
+			v.add(prefix+".disk_low", "is set, but disk_high is not")
+		}
+	case eff.DiskLow >= eff.DiskHigh:
+		key, from := prefix+".disk_low", ""
+		if o.DiskLow == nil {
+			key = prefix + ".disk_high"
+		}
+		if o.DiskHigh == nil {
+			from = " (from [policy])"
+		}
+		v.add(key, "disk_low %v must be below disk_high %v%s", eff.DiskLow, eff.DiskHigh, from)
+	}
+}
+
+func (v *validator) fraction(key string, f Fraction) {
+	if err := checkFraction(float64(f)); err != nil {
+		v.add(key, "%v %v", float64(f), err)
+	}
+}
+
+// validFraction reports whether f is unset, off or in (0, 1).
+func (v *validator) validFraction(f *Fraction) bool {
+	return f == nil || *f == 0 || checkFraction(float64(*f)) == nil
+}

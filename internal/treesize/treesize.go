@@ -1,0 +1,149 @@
+package treesize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reclaimer/reclaimer/internal/beneath"
+	"github.com/reclaimer/reclaimer/internal/dirwalk"
+)
+
+// Size is what a tree occupies.
+type Size struct {
+	AllocBytes    int64 `json:"alloc_bytes"`    // allocated blocks, hard links once
+	ApparentBytes int64 `json:"apparent_bytes"` // file sizes, hard links once
+	Entries       int64 `json:"entries"`        // files, links, directories, the root included
+}
+
+// Add returns the sum of s and o.
+func (s Size) Add(o Size) Size {
+	return Size{s.AllocBytes + o.AllocBytes, s.ApparentBytes + o.ApparentBytes, s.Entries + o.Entries}
+}
+
+// Problem is one entry that was not measured.
+type Problem struct {
+	Path string
+	Err  error
+}
+
+// Result is a measurement with what it left out.
+type Result struct {
+	Size
+	Skipped []Problem // mount points, by rule
+	Failed  []Problem // entries that could not be read
+}
+
+// Err summarises the failures, nil when there were none.
+func (r Result) Err() error {
+	if len(r.Failed) == 0 {
+		return nil
+	}
+	errs := make([]error, len(r.Failed))
+	for i, p := range r.Failed {
+		errs[i] = fmt.Errorf("%s: %w", p.Path, p.Err)
+	}
+	return fmt.Errorf("measure: %d entries unread: %w", len(r.Failed), errors.Join(errs...))
+}
+
+// Options tune a measurement.
+type Options struct {
+	Walk dirwalk.Options
+}
+
+// Measure sizes rel beneath the directory base ("" measures base itself).
+func Measure(ctx context.Context, base, rel string, opts Options) (Result, error) {
+	fd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Result{}, fmt.Errorf("open base %q: %w", base, err)
+	}
+	defer unix.Close(fd)
+	return MeasureAt(ctx, fd, rel, opts)
+}
+
+// MeasureAt is Measure with the base given as an open descriptor.
+func MeasureAt(ctx context.Context, basefd int, rel string, opts Options) (Result, error) {
+	m := &measurer{}
+	err := dirwalk.Walk(ctx, basefd, rel, opts.Walk, m)
+	res := Result{
+		Size:    Size{m.alloc.Load(), m.apparent.Load(), m.entries.Load()},
+		Skipped: m.skipped,
+		Failed:  m.failed,
+	}
+	if err != nil {
+		return res, fmt.Errorf("measure %q: %w", rel, err)
+	}
+	return res, nil
+}
+
+const maxProblems = 100
+
+type measurer struct {
+	alloc, apparent, entries atomic.Int64
+
+	linksMu sync.Mutex
+	links   map[[2]uint64]struct{}
+
+	mu      sync.Mutex
+	skipped []Problem
+	failed  []Problem
+}
+
+func (m *measurer) add(st *unix.Stat_t) {
+	if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		m.linksMu.Lock()
+		if m.links == nil {
+			m.links = make(map[[2]uint64]struct{})
+		}
+		k := [2]uint64{st.Dev, st.Ino}
+		_, seen := m.links[k]
+		m.links[k] = struct{}{}
+		m.linksMu.Unlock()
+		if seen {
+			m.entries.Add(1)
+			return
+		}
+	}
+	m.alloc.Add(st.Blocks * 512)
+	m.apparent.Add(st.Size)
+	m.entries.Add(1)
+}
+
+func (m *measurer) problem(list *[]Problem, path string, err error) {
+	m.mu.Lock()
+	if len(*list) < maxProblems {
+		*list = append(*list, Problem{path, err})
+	}
+	m.mu.Unlock()
+}
+
+func (m *measurer) EnterDir(_ *dirwalk.Node, _ int, st *unix.Stat_t) { m.add(st) }
+
+func (m *measurer) Entry(n *dirwalk.Node, dirfd int, name string, typ uint8) {
+	if typ == unix.DT_DIR {
+		return // not entered; reported through OpenFailed
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err != unix.ENOENT {
+			m.problem(&m.failed, n.Join(name), err)
+		}
+		return
+	}
+	m.add(&st)
+}
+
+func (m *measurer) OpenFailed(parent *dirwalk.Node, _ int, name string, err error) bool {
+	if errors.Is(err, beneath.ErrMountPoint) {
+		m.problem(&m.skipped, parent.Join(name), err)
+	} else if !errors.Is(err, unix.ENOENT) {
+		m.problem(&m.failed, parent.Join(name), err)
+	}
+	return false
+}
+
+func (m *measurer) LeaveDir(*dirwalk.Node, int) bool { return false }
