@@ -1,0 +1,449 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Sentinel error categories; see the package documentation.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Stores keep times as nanoseconds since 1970 in 64 bits, so a recorded
+// time must lie between MinTime and MaxTime (years 1677 to 2262). Writes
+// refuse a time outside rather than let it wrap: a lease "forever" that
+// wrapped would read as long expired, and the runtime would be reclaimed.
+var (
+	MinTime = time.Unix(0, math.MinInt64).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// checkTime rejects a non-zero time outside MinTime..MaxTime.
+func checkTime(what string, t time.Time) error {
+	if !t.IsZero() && (t.Before(MinTime) || t.After(MaxTime)) {
+		return fmt.Errorf("%s %s is outside the times a ledger keeps (%s to %s)",
+			what, t.Format(time.RFC3339), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Key identifies a runtime: the backend it lives on ("worktree", "dir",
+// "docker", "e2b", ...) and its ID within that backend.
+type Key struct {
+	Backend string
+	ID      string
+}
+
+func (k Key) String() string { return k.Backend + "/" + k.ID }
+
+// IsZero reports whether k is the zero Key. Filters use the zero Key to mean
+// "every runtime".
+func (k Key) IsZero() bool { return k == Key{} }
+
+// Compare orders keys by backend, then ID: the order in which stores list
+// runtimes and the order pagination cursors follow.
+func (k Key) Compare(other Key) int {
+	if c := cmp.Compare(k.Backend, other.Backend); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.ID, other.ID)
+}
+
+// Validate rejects a key with an empty backend or ID.
+func (k Key) Validate() error {
+	if k.Backend == "" || k.ID == "" {
+		return fmt.Errorf("invalid key %q: backend and id must not be empty", k.String())
+	}
+	return nil
+}
+
+// RuntimeRecord is what the ledger knows about one runtime.
+type RuntimeRecord struct {
+	Key Key
+
+	// Observed by passes; written by Store.Observe.
+
+	// State is the last observed or marked state: running, stopped, idle,
+	// scheduled, archived, missing, ...
+	State      string
+	Home       string
+	Workspaces []string
+	Labels     map[string]string
+	SizeBytes  int64
+	FirstSeen  time.Time // At of the first observation recorded
+	LastSeen   time.Time // At of the newest observation recorded
+
+	// Decided by the engine and users; written only by Store.Update.
+
+	Pinned    bool
+	PinReason string
+	// LeaseUntil: not touched before this time. Zero means no lease.
+	LeaseUntil time.Time
+	// RetentionOverride replaces the configured retention; nil means default.
+	RetentionOverride *time.Duration
+	// ScheduledStep is the destructive step announced for this runtime, due
+	// at ScheduledDue, announced at ScheduledAt (notice-period bookkeeping).
+	// Empty means nothing is scheduled.
+	ScheduledStep string
+	ScheduledDue  time.Time
+	ScheduledAt   time.Time
+	// ArchiveID is the newest verified archive of this runtime, if any.
+	ArchiveID string
+}
+
+// Validate rejects a record with an invalid key or a time a store cannot
+// keep. Store.Update checks what its function wrote with it.
+func (r RuntimeRecord) Validate() error {
+	if err := r.Key.Validate(); err != nil {
+		return err
+	}
+	return errors.Join(
+		checkTime("first seen", r.FirstSeen), checkTime("last seen", r.LastSeen),
+		checkTime("lease", r.LeaseUntil),
+		checkTime("scheduled due", r.ScheduledDue), checkTime("scheduled at", r.ScheduledAt))
+}
+
+// Observation is what one pass saw of one runtime.
+type Observation struct {
+	Key Key
+	// State replaces the recorded state; empty keeps it.
+	State      string
+	Home       string
+	Workspaces []string
+	Labels     map[string]string
+	SizeBytes  int64
+	// At is when it was observed. An observation older than the recorded
+	// LastSeen is ignored, so a late writer cannot roll a runtime back.
+	At time.Time
+}
+
+// Validate rejects an observation with an invalid key or a zero time.
+func (o Observation) Validate() error {
+	if err := o.Key.Validate(); err != nil {
+		return err
+	}
+	if o.At.IsZero() {
+		return fmt.Errorf("observation of %s: zero time", o.Key)
+	}
+	return checkTime("observation time", o.At)
+}
+
+// RuntimeFilter selects and pages runtimes. Results are ordered by
+// Key.Compare.
+type RuntimeFilter struct {
+	Backend string // empty: every backend
+	State   string // empty: every state
+	// After is the pagination cursor: only keys strictly after it are
+	// returned. Pass the last key of the previous page; zero starts at the top.
+	After Key
+	Limit int // <= 0: no limit
+}
+
+// Activity reports that a runtime was in use at a time.
+type Activity struct {
+	Key Key
+	At  time.Time
+}
+
+// Validate rejects an activity with an invalid key or a zero time.
+func (a Activity) Validate() error {
+	if err := a.Key.Validate(); err != nil {
+		return err
+	}
+	if a.At.IsZero() {
+		return fmt.Errorf("activity of %s: zero time", a.Key)
+	}
+	return checkTime("activity time", a.At)
+}
+
+// Hold keeps a runtime still until it expires or is released. Each TakeHold
+// makes a new hold, so two operations of one holder never share one.
+type Hold struct {
+	ID        string // random, unique across runtimes
+	Key       Key
+	Holder    string
+	TakenAt   time.Time
+	ExpiresAt time.Time
+}
+
+// ActiveAt reports whether the hold is in force at now. A hold is no longer
+// active at the instant it expires.
+func (h Hold) ActiveAt(now time.Time) bool { return now.Before(h.ExpiresAt) }
+
+// HoldRequest asks for a new hold of TTL from Now.
+type HoldRequest struct {
+	Key    Key
+	Holder string
+	TTL    time.Duration
+	Now    time.Time
+}
+
+// Validate rejects a request without a key, holder, positive TTL or time.
+func (r HoldRequest) Validate() error {
+	if err := r.Key.Validate(); err != nil {
+		return err
+	}
+	if r.Holder == "" {
+		return fmt.Errorf("hold of %s: empty holder", r.Key)
+	}
+	return validateTTL(r.Key, r.TTL, r.Now)
+}
+
+// HoldRenewal extends hold ID of runtime Key to Now+TTL.
+type HoldRenewal struct {
+	Key Key
+	ID  string
+	TTL time.Duration
+	Now time.Time
+}
+
+// Validate rejects a renewal without a key, id, positive TTL or time.
+func (r HoldRenewal) Validate() error {
+	if err := r.Key.Validate(); err != nil {
+		return err
+	}
+	if r.ID == "" {
+		return fmt.Errorf("hold of %s: empty hold id", r.Key)
+	}
+	return validateTTL(r.Key, r.TTL, r.Now)
+}
+
+func validateTTL(k Key, ttl time.Duration, now time.Time) error {
+	if ttl <= 0 {
+		return fmt.Errorf("hold of %s: ttl %s is not positive", k, ttl)
+	}
+	if now.IsZero() {
+		return fmt.Errorf("hold of %s: zero time", k)
+	}
+	return errors.Join(checkTime("hold time", now), checkTime("hold expiry", now.Add(ttl)))
+}
+
+// HoldFilter selects the holds active at Now.
+type HoldFilter struct {
+	Key Key // zero: every runtime
+	Now time.Time
+}
+
+// Archive records a verified export of a runtime.
+type Archive struct {
+	ID        string
+	Key       Key
+	CreatedAt time.Time
+	Location  string   // where it was written: a folder, a URL
+	Formats   []string // e.g. "git-bundle", "tar.zst"
+	Bytes     int64
+	Objects   []ArchiveObject
+	// Manifest is the archive's own description, any JSON value. It is
+	// stored as JSON, so formatting and key order may not survive.
+	Manifest json.RawMessage
+}
+
+// ArchiveObject is one file of an archive and its checksum.
+type ArchiveObject struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// Validate rejects an archive without an id, key or time, or with a
+// manifest that is not JSON.
+func (a Archive) Validate() error {
+	if a.ID == "" {
+		return fmt.Errorf("archive of %s: empty id", a.Key)
+	}
+	if err := a.Key.Validate(); err != nil {
+		return err
+	}
+	if a.CreatedAt.IsZero() {
+		return fmt.Errorf("archive %s: zero time", a.ID)
+	}
+	if len(a.Manifest) > 0 && !json.Valid(a.Manifest) {
+		return fmt.Errorf("archive %s: manifest is not valid JSON", a.ID)
+	}
+	return checkTime("archive time", a.CreatedAt)
+}
+
+// Notice records an announcement about a runtime: a destructive step
+// scheduled, canceled, or failed.
+type Notice struct {
+	ID      int64 // assigned by the store
+	Key     Key
+	Kind    string // e.g. "scheduled", "canceled", "failed"
+	Step    string
+	Due     time.Time // zero when the kind has no due time
+	At      time.Time
+	Message string
+}
+
+// Validate rejects a notice without a key, kind or time.
+func (n Notice) Validate() error {
+	if err := n.Key.Validate(); err != nil {
+		return err
+	}
+	if n.Kind == "" {
+		return fmt.Errorf("notice of %s: empty kind", n.Key)
+	}
+	if n.At.IsZero() {
+		return fmt.Errorf("notice of %s: zero time", n.Key)
+	}
+	return errors.Join(checkTime("notice time", n.At), checkTime("notice due", n.Due))
+}
+
+// NoticeFilter selects notices, oldest first.
+type NoticeFilter struct {
+	Key   Key       // zero: every runtime
+	Since time.Time // only notices with At at or after Since
+	Limit int       // <= 0: no limit
+}
+
+// Intent is journaled before an action starts (DESIGN §4).
+type Intent struct {
+	PlanID string // empty for actions outside a plan (delete on request, recovery)
+	Key    Key
+	Step   string
+	Paths  []string
+	Reason string
+	At     time.Time
+}
+
+// Validate rejects an intent without a key, step or time.
+func (i Intent) Validate() error {
+	if err := i.Key.Validate(); err != nil {
+		return err
+	}
+	if i.Step == "" {
+		return fmt.Errorf("intent for %s: empty step", i.Key)
+	}
+	if i.At.IsZero() {
+		return fmt.Errorf("intent for %s: zero time", i.Key)
+	}
+	return checkTime("intent time", i.At)
+}
+
+// Results of a journaled action.
+const (
+	ResultDone    = "done"
+	ResultSkipped = "skipped"
+	ResultFailed  = "failed"
+)
+
+// Outcome is journaled after an action ends.
+type Outcome struct {
+	Result     string // ResultDone, ResultSkipped or ResultFailed
+	Reason     string
+	FreedBytes int64
+	At         time.Time
+}
+
+// Validate rejects an outcome with an unknown result or a zero time.
+func (o Outcome) Validate() error {
+	switch o.Result {
+	case ResultDone, ResultSkipped, ResultFailed:
+	default:
+		return fmt.Errorf("outcome: unknown result %q", o.Result)
+	}
+	if o.At.IsZero() {
+		return errors.New("outcome: zero time")
+	}
+	return checkTime("outcome time", o.At)
+}
+
+// JournalEntry is one journaled action.
+type JournalEntry struct {
+	ID      int64 // assigned by the store, rising in append order
+	Intent  Intent
+	Outcome *Outcome // nil while unfinished
+}
+
+// JournalFilter selects journal entries, newest (highest ID) first.
+type JournalFilter struct {
+	PlanID string // empty: every plan
+	Key    Key    // zero: every runtime
+	// Before is the pagination cursor: only entries with a lower ID are
+	// returned. Pass the last ID of the previous page; zero starts at the top.
+	Before int64
+	Limit  int // <= 0: no limit
+}
+
+// Store is the ledger. See the package documentation for the contract that
+// every method follows (concurrency, time, idempotency, errors).
+type Store interface {
+	// Observe records what a pass saw, in one transaction. It creates
+	// unknown runtimes and updates only the observed fields of known ones.
+	Observe(ctx context.Context, obs []Observation) error
+	// Runtime returns one runtime, or ErrNotFound.
+	Runtime(ctx context.Context, key Key) (RuntimeRecord, error)
+	// ListRuntimes returns runtimes matching f, ordered by Key.Compare.
+	ListRuntimes(ctx context.Context, f RuntimeFilter) ([]RuntimeRecord, error)
+	// Update reads a runtime, lets fn change it, and writes it back in one
+	// transaction; it returns the record as written. fn must not change the
+	// key, and what it writes must pass RuntimeRecord.Validate. If fn
+	// returns an error nothing is written and the error is returned
+	// wrapped. A runtime never observed is ErrNotFound.
+	Update(ctx context.Context, key Key, fn func(*RuntimeRecord) error) (RuntimeRecord, error)
+
+	// RecordActivity records a batch in one transaction, keeping the newest
+	// time per runtime: an older report never moves activity back. Activity
+	// may be reported for a runtime no pass has observed yet.
+	RecordActivity(ctx context.Context, batch []Activity) error
+	// LastActivity returns the newest activity of a runtime, or ErrNotFound.
+	LastActivity(ctx context.Context, key Key) (time.Time, error)
+	// ActivityTimes returns the newest activity of every runtime.
+	ActivityTimes(ctx context.Context) (map[Key]time.Time, error)
+
+	// TakeHold creates a hold expiring at req.Now+req.TTL.
+	TakeHold(ctx context.Context, req HoldRequest) (Hold, error)
+	// RenewHold moves a hold's expiry to r.Now+r.TTL. It returns ErrNotFound
+	// if the hold is gone or expired at r.Now, ErrConflict if the id belongs
+	// to another runtime.
+	RenewHold(ctx context.Context, r HoldRenewal) (Hold, error)
+	// ReleaseHold removes a hold. Releasing a hold that is gone is not an
+	// error; releasing one that belongs to another runtime is ErrConflict.
+	ReleaseHold(ctx context.Context, key Key, id string) error
+	// ListHolds returns the holds active at f.Now, ordered by key, then
+	// expiry.
+	ListHolds(ctx context.Context, f HoldFilter) ([]Hold, error)
+	// PruneHolds deletes holds that expired at or before before, and
+	// returns how many.
+	PruneHolds(ctx context.Context, before time.Time) (int, error)
+
+	// RecordArchive records an archive. Recording the same archive again is
+	// harmless; a different archive under the same ID is ErrConflict.
+	RecordArchive(ctx context.Context, a Archive) error
+	// Archive returns one archive by ID, or ErrNotFound.
+	Archive(ctx context.Context, id string) (Archive, error)
+	// ListArchives returns a runtime's archives (every runtime's for the zero
+	// key), newest first.
+	ListArchives(ctx context.Context, key Key) ([]Archive, error)
+
+	// RecordNotice records a notice and returns its ID. Recording an
+	// identical notice (same key, kind, step, due, at and message) again
+	// returns the first one's ID and adds nothing.
+	RecordNotice(ctx context.Context, n Notice) (int64, error)
+	// ListNotices returns notices matching f, oldest first.
+	ListNotices(ctx context.Context, f NoticeFilter) ([]Notice, error)
+
+	// AppendIntent journals that an action is about to start and returns
+	// the entry's ID. Each call is a new entry.
+	AppendIntent(ctx context.Context, in Intent) (int64, error)
+	// RecordOutcome finishes a journal entry. Recording the same outcome
+	// again (same result, reason and bytes; the first time stays) is
+	// harmless; a different one is ErrConflict; an unknown ID is
+	// ErrNotFound.
+	RecordOutcome(ctx context.Context, id int64, out Outcome) error
+	// ListJournal returns entries matching f, newest first.
+	ListJournal(ctx context.Context, f JournalFilter) ([]JournalEntry, error)
+	// Unfinished returns the entries with no outcome, oldest first: what a
+	// crash left half done, for start-up recovery to finish or roll back.
+	Unfinished(ctx context.Context) ([]JournalEntry, error)
+
+	// Close releases the store. Calling it again returns nil.
+	Close() error
+}
