@@ -179,8 +179,15 @@ func (r Resolver) classify(dirfd int, parts []string, err error) error {
 			if unix.Fstatat(dirfd, parts[0], &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				return fmt.Errorf("open %q: %w", rel, ErrSymlink)
 			}
-		} else if err == unix.ELOOP {
-			return fmt.Errorf("open %q: %w", rel, ErrSymlink)
+		} else if !r.Fallback {
+			// openat2 does not say which component failed: walk them
+			// one by one to tell a link from a file in the way.
+			fd, werr := Resolver{Fallback: true}.walk(dirfd, parts)
+			if werr == nil {
+				unix.Close(fd) // replaced meanwhile; report what openat2 saw
+			} else if errors.Is(werr, ErrSymlink) || errors.Is(werr, ErrMountPoint) {
+				return werr
+			}
 		}
 	}
 	return fmt.Errorf("open %q: %w", rel, err)

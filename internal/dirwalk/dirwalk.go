@@ -1,10 +1,12 @@
 package dirwalk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,6 +137,7 @@ type task struct {
 	node  *Node
 	names []string // a chunk of entries; nil means read the directory
 	types []uint8
+	inos  []uint64
 }
 
 type walker struct {
@@ -300,7 +303,7 @@ func (w *walker) work() {
 		if t.names == nil {
 			w.readDir(t.node, buf)
 		} else {
-			w.runChunk(t.node, t.names, t.types)
+			w.runChunk(t.node, t.names, t.types, t.inos)
 		}
 		w.finishTask()
 	}
@@ -324,6 +327,7 @@ func (w *walker) readDir(n *Node, buf []byte) {
 	}
 	var names []string
 	var types []uint8
+	var inos []uint64
 	for {
 		nread, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -338,6 +342,7 @@ func (w *walker) readDir(n *Node, buf []byte) {
 			break
 		}
 		for off := 0; off < nread; {
+			ino := *(*uint64)(unsafe.Pointer(&buf[off]))
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
 			typ := buf[off+18]
 			nameBytes := buf[off+19 : off+reclen]
@@ -368,29 +373,40 @@ func (w *walker) readDir(n *Node, buf []byte) {
 			}
 			names = append(names, name)
 			types = append(types, typ)
+			inos = append(inos, ino)
 			if len(names) >= w.opts.ChunkSize {
 				n.pending.Add(1)
-				w.push(task{node: n, names: names, types: types})
-				names, types = nil, nil
+				w.push(task{node: n, names: names, types: types, inos: inos})
+				names, types, inos = nil, nil, nil
 			}
 		}
 	}
-	for i, name := range names {
-		w.v.Entry(n, fd, name, types[i])
-	}
+	w.entries(n, fd, names, types, inos)
 	w.release(n)
 	w.finish(n)
 }
 
-func (w *walker) runChunk(n *Node, names []string, types []uint8) {
+// entries hands a batch to the visitor in inode order: on ext4 and xfs
+// neighbouring inodes share inode-table and bitmap blocks, so the kernel
+// touches (and journals) fewer distinct blocks than in hash order.
+func (w *walker) entries(n *Node, fd int, names []string, types []uint8, inos []uint64) {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(inos[a], inos[b]) })
+	for _, i := range order {
+		w.v.Entry(n, fd, names[i], types[i])
+	}
+}
+
+func (w *walker) runChunk(n *Node, names []string, types []uint8, inos []uint64) {
 	fd, err := w.acquire(n)
 	if err != nil {
 		w.v.OpenFailed(n.parent, -1, n.name, err)
 		n.Keep()
 	} else {
-		for i, name := range names {
-			w.v.Entry(n, fd, name, types[i])
-		}
+		w.entries(n, fd, names, types, inos)
 		w.release(n)
 	}
 	w.finish(n)

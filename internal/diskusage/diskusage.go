@@ -2,6 +2,7 @@ package diskusage
 
 import (
 	"fmt"
+	"math/bits"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,5 +64,9 @@ func (u Usage) Percent() int {
 	if d == 0 {
 		return 0
 	}
-	return int((u.UsedBytes*100 + d - 1) / d)
+	// 128-bit arithmetic: used*100 overflows 64 bits past 164 PiB.
+	hi, lo := bits.Mul64(u.UsedBytes, 100)
+	lo, carry := bits.Add64(lo, d-1, 0)
+	q, _ := bits.Div64(hi+carry, lo, d)
+	return int(q)
 }

@@ -54,8 +54,12 @@ type Trash struct {
 	dirFD  int
 	opts   Options
 
-	mu       sync.Mutex
-	cond     *sync.Cond
+	// fdMu keeps Close from closing the descriptors under a Discard.
+	fdMu sync.RWMutex
+
+	mu          sync.Mutex
+	cond        *sync.Cond
+	interrupted bool // Close stopped a purge midway
 	queue    []entry
 	busy     bool // the purger is deleting an entry
 	closed   bool
@@ -71,7 +75,10 @@ type entry struct{ name, origin string }
 // Open opens (creating if needed) the trash folder of root and starts the
 // purger, which first purges whatever an earlier process left there.
 func Open(root string, opts Options) (*Trash, error) {
-	root = filepath.Clean(root)
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("open trash root %q: %w", root, err)
+	}
 	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open trash root %q: %w", root, err)
@@ -116,6 +123,8 @@ func (t *Trash) Discard(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	t.fdMu.RLock()
+	defer t.fdMu.RUnlock()
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()
@@ -190,8 +199,8 @@ func (t *Trash) Drain(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("drain trash: %w", err)
 	}
-	if len(t.queue) > 0 || t.busy {
-		return fmt.Errorf("drain trash: %w", ErrClosed)
+	if len(t.queue) > 0 || t.busy || t.interrupted {
+		return fmt.Errorf("drain trash: entries left for the next start: %w", ErrClosed)
 	}
 	var errs []error
 	for name, err := range t.failures {
@@ -234,7 +243,9 @@ func (t *Trash) Close() error {
 	t.cancel()
 	t.cond.Broadcast()
 	<-t.done
+	t.fdMu.Lock()
 	t.closeFDs()
+	t.fdMu.Unlock()
 	return nil
 }
 
@@ -267,19 +278,28 @@ func (t *Trash) purge(ctx context.Context) {
 			err = fmt.Errorf("left %d mount points in place: %s", res.SkippedCount, res.Skipped[0])
 		}
 
+		stopped := ctx.Err() != nil
+		if stopped && err == nil {
+			err = ctx.Err()
+		}
+		// Report before Drain can return, so that a caller draining and
+		// then closing never misses a callback.
+		if t.opts.OnPurged != nil {
+			t.opts.OnPurged(Purged{Name: e.name, Origin: e.origin, Result: res, Err: err})
+		}
 		t.mu.Lock()
 		t.busy = false
 		t.freed += res.FreedBytes
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case stopped:
+			t.interrupted = true
+		case err != nil:
 			t.failures[e.name] = err
-		} else {
+		default:
 			delete(t.failures, e.name)
 		}
 		t.mu.Unlock()
 		t.cond.Broadcast()
-		if t.opts.OnPurged != nil && ctx.Err() == nil {
-			t.opts.OnPurged(Purged{Name: e.name, Origin: e.origin, Result: res, Err: err})
-		}
 	}
 }
 
