@@ -3,9 +3,11 @@ module github.com/reclaimer/reclaimer
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/sys v0.50.0
 	modernc.org/sqlite v1.62.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -149,6 +149,7 @@ type walker struct {
 	qcond   *sync.Cond
 	stack   []task
 	running int
+	idle    int // workers waiting in pop
 	done    bool
 
 	mu       sync.Mutex // descriptor cache
@@ -249,8 +250,13 @@ func withDefaults(o Options) Options {
 func (w *walker) push(t task) {
 	w.qmu.Lock()
 	w.stack = append(w.stack, t)
+	wake := w.idle > 0
 	w.qmu.Unlock()
-	w.qcond.Signal()
+	if wake {
+		// Waking a thread costs more than most directories: only when
+		// one is waiting.
+		w.qcond.Signal()
+	}
 }
 
 func (w *walker) pop() (task, bool) {
@@ -262,7 +268,9 @@ func (w *walker) pop() (task, bool) {
 			w.qcond.Broadcast()
 			break
 		}
+		w.idle++
 		w.qcond.Wait()
+		w.idle--
 	}
 	if w.done {
 		return task{}, false
@@ -301,7 +309,11 @@ func (w *walker) work() {
 			return
 		}
 		if t.names == nil {
-			w.readDir(t.node, buf)
+			// Go on with one subdirectory of each directory read, without
+			// a trip through the queue.
+			for next := t.node; next != nil; {
+				next = w.readDir(next, buf)
+			}
 		} else {
 			w.runChunk(t.node, t.names, t.types, t.inos)
 		}
@@ -310,26 +322,27 @@ func (w *walker) work() {
 }
 
 // readDir opens (or reopens) n, hands its subdirectories to the queue and
-// its other entries to the visitor.
-func (w *walker) readDir(n *Node, buf []byte) {
+// its other entries to the visitor. It keeps one subdirectory back and
+// returns it for the caller to read next.
+func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 	fd, err := w.acquire(n)
 	if err != nil {
 		w.openFailed(n, err)
-		return
+		return nil
 	}
 	if n.rescans > 0 {
 		// Reading again: start from the first entry.
 		if _, err := unix.Seek(fd, 0, 0); err != nil {
 			w.release(n)
 			w.openFailed(n, err)
-			return
+			return nil
 		}
 	}
 	var names []string
 	var types []uint8
 	var inos []uint64
 	for {
-		nread, err := unix.Getdents(fd, buf)
+		nread, err := getdentsRaw(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -368,7 +381,11 @@ func (w *walker) readDir(n *Node, buf []byte) {
 				child := &Node{parent: n, name: name, depth: n.depth + 1, fd: -1}
 				child.pending.Store(1)
 				n.pending.Add(1)
-				w.push(task{node: child})
+				if next == nil && w.ctx.Err() == nil {
+					next = child
+				} else {
+					w.push(task{node: child})
+				}
 				continue
 			}
 			names = append(names, name)
@@ -384,6 +401,7 @@ func (w *walker) readDir(n *Node, buf []byte) {
 	w.entries(n, fd, names, types, inos)
 	w.release(n)
 	w.finish(n)
+	return next
 }
 
 // entries hands a batch to the visitor in inode order: on ext4 and xfs

@@ -60,11 +60,11 @@ type Trash struct {
 	mu          sync.Mutex
 	cond        *sync.Cond
 	interrupted bool // Close stopped a purge midway
-	queue    []entry
-	busy     bool // the purger is deleting an entry
-	closed   bool
-	failures map[string]error // entries that failed this run, by name
-	freed    int64
+	queue       []entry
+	busy        bool // the purger is deleting an entry
+	closed      bool
+	failures    map[string]error // entries that failed this run, by name
+	freed       int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -167,6 +167,41 @@ func (t *Trash) Discard(path string) (string, error) {
 	t.mu.Unlock()
 	t.cond.Broadcast()
 	return entryName, nil
+}
+
+// RemoveLink unlinks path, which must be a symbolic link inside the root,
+// without following it. A link frees nothing worth a trip through the
+// trash, and renaming one would look like following it; this is how a
+// link planted where a cache folder should be goes.
+func (t *Trash) RemoveLink(path string) error {
+	rel, err := t.rel(path)
+	if err != nil {
+		return err
+	}
+	t.fdMu.RLock()
+	defer t.fdMu.RUnlock()
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return fmt.Errorf("remove link %q: %w", path, ErrClosed)
+	}
+	parentFD, name, err := t.opts.Resolver.OpenParent(t.rootFD, rel)
+	if err != nil {
+		return fmt.Errorf("remove link %q: %w", path, err)
+	}
+	defer unix.Close(parentFD)
+	var st unix.Stat_t
+	if err := unix.Fstatat(parentFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("remove link %q: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return fmt.Errorf("remove link %q: not a symbolic link", path)
+	}
+	if err := unix.Unlinkat(parentFD, name, 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("remove link %q: %w", path, err)
+	}
+	return nil
 }
 
 // rel turns path (absolute, or relative to the root) into a path relative

@@ -128,7 +128,7 @@ func (m *measurer) Entry(n *dirwalk.Node, dirfd int, name string, typ uint8) {
 		return // not entered; reported through OpenFailed
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := dirwalk.Lstatat(dirfd, name, &st); err != nil {
 		if err != unix.ENOENT {
 			m.problem(&m.failed, n.Join(name), err)
 		}

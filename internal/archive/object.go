@@ -1,0 +1,244 @@
+package archive
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Kinds of Object.
+const (
+	KindBundle = "git-bundle" // a self-contained git bundle (WriteBundle)
+	KindTar    = "tar.zst"    // a zstd-compressed tar of a folder (WriteTarFile)
+)
+
+// ErrMismatch reports that an archive read back differs from what was
+// written: a corrupt, truncated or swapped file.
+var ErrMismatch = errors.New("archive does not match what was written")
+
+// Object is one file of an archive as it was written and fsynced.
+type Object struct {
+	// Kind is KindBundle or KindTar ("" for anything else).
+	Kind string `json:"kind,omitempty"`
+	// Path is where the object is. In a manifest file it is stored relative
+	// to the manifest's folder when it lies in that folder.
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"` // hex of the whole file
+	// Root is the folder a tar object was made of ("" for a bundle).
+	Root string `json:"root,omitempty"`
+}
+
+// Verify re-reads the object's file and checks its size and SHA-256.
+func (o Object) Verify(ctx context.Context) error {
+	f, err := os.Open(o.Path)
+	if err != nil {
+		return fmt.Errorf("verify object: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := copyCtx(ctx, h, f, make([]byte, copyBuf))
+	if err != nil {
+		return fmt.Errorf("verify object %s: %w", o.Path, err)
+	}
+	if n != o.Bytes || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
+		return fmt.Errorf("verify object %s: %d bytes, want %d, or sha256 differs: %w", o.Path, n, o.Bytes, ErrMismatch)
+	}
+	return nil
+}
+
+// Manifest describes one archive: what it holds, where it came from and
+// what survives of the runtime. It is stored as <name>.manifest.json beside
+// the objects.
+type Manifest struct {
+	Runtime   string    `json:"runtime"`
+	Backend   string    `json:"backend"`
+	CreatedAt time.Time `json:"created_at"`
+	Objects   []Object  `json:"objects"`
+	// Head is the commit the worktree was at, Branch its branch ("" when
+	// detached), Snapshot the ref holding uncommitted and untracked work
+	// ("" when there was none), Remote the upstream remote's URL.
+	Head     string `json:"head,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	Remote   string `json:"remote,omitempty"`
+	// Survives says in plain words what the archive keeps.
+	Survives []string `json:"survives,omitempty"`
+	// Excluded names what was deliberately left out (rebuildable folders
+	// such as node_modules, ignored files, nested repositories).
+	Excluded []string `json:"excluded,omitempty"`
+}
+
+// ManifestPath is the manifest file of the archive name in dir.
+func ManifestPath(dir, name string) string {
+	return filepath.Join(dir, name+".manifest.json")
+}
+
+// WriteManifest writes m as JSON to path atomically (temp file, fsync,
+// rename, fsync of the folder). Object paths inside path's folder are
+// stored relative to it, so the folder can be moved as a whole.
+func WriteManifest(path string, m Manifest) error {
+	dir := filepath.Dir(path)
+	objs := make([]Object, len(m.Objects))
+	for i, o := range m.Objects {
+		if abs, err := filepath.Abs(o.Path); err == nil {
+			if rel, err := filepath.Rel(dir, abs); err == nil && filepath.IsLocal(rel) {
+				o.Path = rel
+			}
+		}
+		objs[i] = o
+	}
+	m.Objects = objs
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	data = append(data, '\n')
+	_, err = writeAtomic(context.Background(), path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	return nil
+}
+
+// ReadManifest reads a manifest written by WriteManifest. Relative object
+// paths are resolved against the manifest's folder.
+func ReadManifest(path string) (Manifest, error) {
+	var m Manifest
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m, fmt.Errorf("read manifest: %w", err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("read manifest %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	for i := range m.Objects {
+		if m.Objects[i].Path != "" && !filepath.IsAbs(m.Objects[i].Path) {
+			m.Objects[i].Path = filepath.Join(dir, m.Objects[i].Path)
+		}
+	}
+	return m, nil
+}
+
+// copyBuf is the size of the one buffer a copy uses: memory never grows
+// with the size of what is copied.
+const copyBuf = 256 << 10
+
+// copyCtx copies src to dst with buf, checking ctx between chunks.
+func copyCtx(ctx context.Context, dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		k, rerr := src.Read(buf)
+		if k > 0 {
+			w, werr := dst.Write(buf[:k])
+			n += int64(w)
+			if werr != nil {
+				return n, werr
+			}
+			if w != k {
+				return n, io.ErrShortWrite
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// writeAtomic creates path through a temporary file beside it: write calls
+// fill it, then it is fsynced, renamed into place and the folder fsynced.
+// A crash leaves either the old file (or none) or the whole new one, plus
+// at worst a stray ".tmp-" file. It returns the object written.
+func writeAtomic(ctx context.Context, path string, write func(w io.Writer) error) (Object, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return Object{}, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(tmp, h)}
+	if err := write(cw); err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return Object{}, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return Object{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return Object{}, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return Object{}, err
+	}
+	done = true
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return Object{}, err
+	}
+	return Object{Path: path, Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// hashFile fsyncs path and returns its size and SHA-256.
+func hashFile(ctx context.Context, path string) (int64, string, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return 0, "", err
+	}
+	h := sha256.New()
+	n, err := copyCtx(ctx, h, f, make([]byte, copyBuf))
+	if err != nil {
+		return 0, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,286 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Error categories shared by every backend and the engine.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrBusy      = errors.New("busy")
+	ErrConflict  = errors.New("conflict")
+	ErrProtected = errors.New("protected")
+)
+
+// Key names a runtime: the backend's name and the runtime's ID within it.
+type Key struct {
+	Backend string `json:"backend"`
+	ID      string `json:"id"`
+}
+
+func (k Key) String() string { return k.Backend + "/" + k.ID }
+
+// State is what a runtime is doing, as far as its backend can tell.
+type State string
+
+const (
+	StateRunning   State = "running"   // in use: a container running, a process inside
+	StateStarting  State = "starting"  // on its way to running
+	StateStopped   State = "stopped"   // files kept, nothing running
+	StateSuspended State = "suspended" // paused or stopped by reclaimer or a provider
+	StateArchived  State = "archived"  // removed after a verified archive; record kept
+	StateDeleted   State = "deleted"   // removed on request; record kept
+	StateMissing   State = "missing"   // gone behind our back
+	StateUnknown   State = "unknown"
+)
+
+// Active tells whether the state forbids every step but a lifetime cap.
+func (s State) Active() bool { return s == StateRunning || s == StateStarting }
+
+// Present tells whether the runtime still exists on its backend.
+func (s State) Present() bool {
+	return s != StateArchived && s != StateDeleted && s != StateMissing
+}
+
+// Step is one thing done to a runtime, in rising order of cost to its user.
+type Step string
+
+const (
+	StepCaches       Step = "caches"
+	StepDependencies Step = "dependencies"
+	StepSuspend      Step = "suspend"
+	StepArchive      Step = "archive"
+	StepDelete       Step = "delete"
+)
+
+// Steps lists every step in rising order of cost.
+var Steps = []Step{StepCaches, StepDependencies, StepSuspend, StepArchive, StepDelete}
+
+// Rank orders steps by cost: caches 1 ... delete 5; 0 for an unknown step.
+func (s Step) Rank() int {
+	for i, t := range Steps {
+		if t == s {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Valid tells whether s is a known step.
+func (s Step) Valid() bool { return s.Rank() > 0 }
+
+// Destructive steps remove a runtime; they need notice and, with unsaved
+// work, a verified archive.
+func (s Step) Destructive() bool { return s == StepArchive || s == StepDelete }
+
+// Runtime is what a backend observed of one runtime.
+type Runtime struct {
+	Key
+	State State `json:"state"`
+	// Source names the configured source that found it, e.g. "worktrees[0]".
+	Source string `json:"source,omitempty"`
+	// Path is the runtime's own folder on this host, if it has one.
+	Path string `json:"path,omitempty"`
+	// Root is the managed root holding Path: the only place its files may
+	// be touched, and where its trash lives.
+	Root       string   `json:"root,omitempty"`
+	Home       string   `json:"home,omitempty"`
+	Workspaces []string `json:"workspaces,omitempty"`
+	// LastActivity is the backend's own idea of the last use (newest file
+	// change, provider activity); zero when it has none.
+	LastActivity time.Time         `json:"last_activity,omitzero"`
+	CreatedAt    time.Time         `json:"created_at,omitzero"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	// Pinned, when set, says why the backend itself protects the runtime
+	// (a `git worktree lock`, say). It is treated as a pin.
+	Pinned string `json:"pinned,omitempty"`
+	// Busy, when set, says why the runtime is in use right now (a process
+	// inside it).
+	Busy string `json:"busy,omitempty"`
+	// Unsaved describes work a removal would lose without an archive
+	// (uncommitted changes, commits on no remote); empty when none.
+	Unsaved string `json:"unsaved,omitempty"`
+	// Fingerprint changes whenever what an action relies on changes (paths,
+	// HEAD, last activity); apply compares it with the plan's.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// Backend is any backend; its roles are discovered with As.
+type Backend interface {
+	// Name is the backend's name as it appears in keys: "worktree", "dir".
+	Name() string
+}
+
+// ListOptions narrow a listing.
+type ListOptions struct {
+	// IDs, when set, lists only these runtimes (apply re-observes one).
+	IDs []string
+}
+
+// Lister lists the runtimes a backend knows.
+type Lister interface {
+	List(ctx context.Context, opts ListOptions) ([]Runtime, error)
+}
+
+// SuspendOptions say how to suspend.
+type SuspendOptions struct{ Reason string }
+
+// Suspender stops or pauses a runtime, keeping its files.
+type Suspender interface {
+	Suspend(ctx context.Context, rt Runtime, opts SuspendOptions) error
+}
+
+// DeleteOptions say how to delete.
+type DeleteOptions struct {
+	// Discard moves a local folder into the trash (a rename); the backend
+	// must not delete files any other way.
+	Discard func(path string) error
+}
+
+// Deleter removes a runtime.
+type Deleter interface {
+	Delete(ctx context.Context, rt Runtime, opts DeleteOptions) error
+}
+
+// File is one folder or file a FileReclaimer can free.
+type File struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// FileOptions select or free rebuildable files.
+type FileOptions struct {
+	Step Step // StepCaches or StepDependencies
+	// CacheDirs are the cache folders relative to a home (StepCaches).
+	CacheDirs []string
+	// Paths, when set, are the files a plan chose: the backend re-checks
+	// each against its rules and discards only those that still qualify.
+	// When empty the backend only selects and returns candidates.
+	Paths []string
+	// Discard moves a path into the trash; required with Paths.
+	Discard func(path string) error
+}
+
+// FileReclaimer selects and frees the rebuildable files of an idle runtime.
+type FileReclaimer interface {
+	ReclaimFiles(ctx context.Context, rt Runtime, opts FileOptions) ([]File, error)
+}
+
+// ExportOptions say where an archive goes.
+type ExportOptions struct {
+	Dir string // the archive folder for this runtime
+}
+
+// Export is what an Exporter wrote and verified.
+type Export struct {
+	Location string   `json:"location"`
+	Formats  []string `json:"formats"`
+	Bytes    int64    `json:"bytes"`
+	// Survives says in plain words what the archive keeps.
+	Survives []string `json:"survives"`
+	// Restore tells how to bring it back (for the record).
+	Restore string `json:"restore,omitempty"`
+}
+
+// Exporter writes what a user could want back, verified by reading it back.
+type Exporter interface {
+	Export(ctx context.Context, rt Runtime, opts ExportOptions) (Export, error)
+}
+
+// LockOptions say what the lock is for.
+type LockOptions struct{ Step Step }
+
+// Lock is a held runtime lock with what the backend saw under it.
+type Lock struct {
+	// Runtime is the runtime re-observed under the lock.
+	Runtime Runtime
+	Unlock  func()
+}
+
+// Locker holds a runtime still while a step runs and re-observes it.
+type Locker interface {
+	Lock(ctx context.Context, rt Runtime, opts LockOptions) (Lock, error)
+}
+
+// Lifecycle is a provider's own idle and expiry settings (zero: off).
+type Lifecycle struct {
+	IdleSuspend time.Duration `json:"idle_suspend,omitzero"`
+	Archive     time.Duration `json:"archive,omitzero"`
+	Delete      time.Duration `json:"delete,omitzero"`
+}
+
+// LifecycleOptions read or write native settings.
+type LifecycleOptions struct {
+	Set *Lifecycle // nil reads
+}
+
+// NativeLifecycle reads and writes a provider's own lifecycle settings.
+type NativeLifecycle interface {
+	Lifecycle(ctx context.Context, rt Runtime, opts LifecycleOptions) (Lifecycle, error)
+}
+
+// Wrapper is implemented by decorators so As can see through them.
+type Wrapper interface {
+	Unwrap() Backend
+}
+
+// As returns b's implementation of role T, looking through decorators.
+func As[T any](b Backend) (T, bool) {
+	for b != nil {
+		if t, ok := b.(T); ok {
+			return t, true
+		}
+		w, ok := b.(Wrapper)
+		if !ok {
+			break
+		}
+		b = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// Capabilities names the roles b implements, in a fixed order, for status
+// output and the capability table tests.
+func Capabilities(b Backend) []string {
+	var caps []string
+	add := func(ok bool, name string) {
+		if ok {
+			caps = append(caps, name)
+		}
+	}
+	_, ok := As[Lister](b)
+	add(ok, "Lister")
+	_, ok = As[Suspender](b)
+	add(ok, "Suspender")
+	_, ok = As[Deleter](b)
+	add(ok, "Deleter")
+	_, ok = As[FileReclaimer](b)
+	add(ok, "FileReclaimer")
+	_, ok = As[Exporter](b)
+	add(ok, "Exporter")
+	_, ok = As[NativeLifecycle](b)
+	add(ok, "NativeLifecycle")
+	_, ok = As[Locker](b)
+	add(ok, "Locker")
+	_, ok = As[Restorer](b)
+	add(ok, "Restorer")
+	return caps
+}
+
+// RestoreOptions say which archive to bring back, and where.
+type RestoreOptions struct {
+	Location string
+	Formats  []string
+	// Manifest is what the engine recorded with the archive.
+	Manifest []byte
+	// To is where to restore; empty means where the runtime was.
+	To string
+}
+
+// Restorer brings an archived runtime back from its archive.
+type Restorer interface {
+	Restore(ctx context.Context, k Key, opts RestoreOptions) (path string, err error)
+}

@@ -1,0 +1,168 @@
+package local
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"github.com/reclaimer/reclaimer/internal/ignored"
+	"github.com/reclaimer/reclaimer/internal/treesize"
+)
+
+// Inside tells whether path is strictly inside root (both clean, absolute).
+func Inside(root, path string) bool {
+	if root == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return false
+	}
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// Size measures path beneath root (allocated bytes); 0 when it cannot.
+func Size(ctx context.Context, root, path string) int64 {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return 0
+	}
+	res, _ := treesize.Measure(ctx, root, rel, treesize.Options{})
+	return res.AllocBytes
+}
+
+var coreName = regexp.MustCompile(`^core(\.[0-9]+)?$`)
+
+// isCoreDump tells whether path is a regular file holding an ELF core
+// dump: a source file that happens to be named "core" is never one.
+func isCoreDump(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Type == elf.ET_CORE
+}
+
+// Caches selects a runtime's cache folders (cacheDirs relative to its
+// home) and the core dumps at the top of its folders. A cache that is a
+// symbolic link is selected as the link itself (unlinked, never followed).
+func Caches(ctx context.Context, rt backend.Runtime, cacheDirs []string) []backend.File {
+	var files []backend.File
+	if rt.Home != "" && Inside(rt.Root, rt.Home) {
+		for _, d := range cacheDirs {
+			p := filepath.Join(rt.Home, d)
+			if !Inside(rt.Home, p) {
+				continue
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				continue
+			}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				files = append(files, backend.File{Path: p, Bytes: 0})
+				continue
+			}
+			if fi.IsDir() {
+				files = append(files, backend.File{Path: p, Bytes: Size(ctx, rt.Root, p)})
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, dir := range append([]string{rt.Path, rt.Home}, rt.Workspaces...) {
+		if dir == "" || seen[dir] || !(dir == rt.Path || Inside(rt.Root, dir)) {
+			continue
+		}
+		seen[dir] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !coreName.MatchString(e.Name()) || !e.Type().IsRegular() {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if isCoreDump(p) {
+				files = append(files, backend.File{Path: p, Bytes: Size(ctx, rt.Root, p)})
+			}
+		}
+	}
+	return files
+}
+
+// Dependencies selects the git-ignored folders of the runtime's workspaces
+// (its own folder when it names none). A workspace outside the managed
+// root (a caller-supplied checkout) is never looked at.
+func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([]backend.File, error) {
+	workspaces := rt.Workspaces
+	if len(workspaces) == 0 && rt.Path != "" {
+		workspaces = []string{rt.Path}
+	}
+	var files []backend.File
+	var errs []error
+	for _, ws := range workspaces {
+		if ws != rt.Path && !Inside(rt.Root, ws) {
+			continue
+		}
+		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range dirs {
+			if Inside(rt.Root, d.Path) && !slices.ContainsFunc(files, func(f backend.File) bool { return f.Path == d.Path }) {
+				files = append(files, backend.File{Path: d.Path, Bytes: Size(ctx, rt.Root, d.Path)})
+			}
+		}
+	}
+	return files, errors.Join(errs...)
+}
+
+// Reclaim implements backend.FileReclaimer for local runtimes: without
+// Paths it selects; with Paths it re-selects and discards only the planned
+// paths that still qualify, returning those.
+func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts backend.FileOptions) ([]backend.File, error) {
+	var current []backend.File
+	var err error
+	switch opts.Step {
+	case backend.StepCaches:
+		current = Caches(ctx, rt, opts.CacheDirs)
+	case backend.StepDependencies:
+		current, err = Dependencies(ctx, git, rt)
+	default:
+		return nil, fmt.Errorf("reclaim files: step %q: %w", opts.Step, errors.ErrUnsupported)
+	}
+	if len(opts.Paths) == 0 {
+		return current, err
+	}
+	if opts.Discard == nil {
+		return nil, errors.New("reclaim files: no discard function")
+	}
+	var done []backend.File
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range opts.Paths {
+		i := slices.IndexFunc(current, func(f backend.File) bool { return f.Path == p })
+		if i < 0 || !Inside(rt.Root, p) {
+			continue // no longer qualifies: kept
+		}
+		if err := opts.Discard(p); err != nil {
+			errs = append(errs, fmt.Errorf("discard %s: %w", p, err))
+			continue
+		}
+		done = append(done, current[i])
+	}
+	return done, errors.Join(errs...)
+}

@@ -1,0 +1,215 @@
+package rundir
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/archive"
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/local"
+	"github.com/reclaimer/reclaimer/internal/beneath"
+	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"golang.org/x/sys/unix"
+)
+
+// Name is the backend's name in runtime keys.
+const Name = "dir"
+
+// Backend lists the run folders of one root.
+type Backend struct {
+	Root       string   // absolute, clean
+	Home       string   // subpath of each run folder, optional
+	Workspaces []string // subpaths, optional
+	Git        gitcmd.Runner
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return Name }
+
+// List implements backend.Lister.
+func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	var names []string
+	if len(opts.IDs) > 0 {
+		for _, id := range opts.IDs {
+			if validID(id) {
+				names = append(names, id)
+			}
+		}
+	} else {
+		entries, err := os.ReadDir(b.Root)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", b.Root, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && validID(e.Name()) {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	rootFD, err := unix.Open(b.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.Root, err)
+	}
+	defer unix.Close(rootFD)
+	// Run folders are independent: observe them in parallel, in order.
+	found := make([]backend.Runtime, len(names))
+	ok := make([]bool, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(len(names), 2*runtime.GOMAXPROCS(0)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(names) || ctx.Err() != nil {
+					return
+				}
+				found[i], ok[i] = b.observe(ctx, rootFD, names[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rts := make([]backend.Runtime, 0, len(names))
+	for i := range found {
+		if ok[i] {
+			rts = append(rts, found[i])
+		}
+	}
+	return rts, nil
+}
+
+func validID(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\x00")
+}
+
+func (b *Backend) observe(ctx context.Context, rootFD int, name string) (backend.Runtime, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(rootFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return backend.Runtime{}, false // gone, a file or a symbolic link
+	}
+	path := filepath.Join(b.Root, name)
+	rt := backend.Runtime{
+		Key:   backend.Key{Backend: Name, ID: name},
+		State: backend.StateStopped,
+		Path:  path,
+		Root:  b.Root,
+		// A run folder is the only copy of whatever it holds.
+		Unsaved: "the run folder's files",
+	}
+	if mnt, err := beneath.IsMountPoint(rootFD, name); err != nil || mnt {
+		rt.Pinned = "is a mount point"
+	}
+	if b.Home != "" {
+		rt.Home = filepath.Join(path, b.Home)
+	}
+	for _, w := range b.Workspaces {
+		rt.Workspaces = append(rt.Workspaces, filepath.Join(path, w))
+	}
+	rt.CreatedAt = time.Unix(st.Ctim.Unix())
+	act := local.Activity(ctx, b.Git, rt)
+	rt.LastActivity = act.Newest
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, act.Newest.UnixNano(), act.Files))
+	rt.Fingerprint = hex.EncodeToString(sum[:12])
+	return rt, true
+}
+
+// ReclaimFiles implements backend.FileReclaimer.
+func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts backend.FileOptions) ([]backend.File, error) {
+	return local.Reclaim(ctx, b.Git, rt, opts)
+}
+
+// Delete implements backend.Deleter: the run folder goes into the trash.
+func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
+	if !local.Inside(b.Root, rt.Path) || filepath.Dir(rt.Path) != b.Root {
+		return fmt.Errorf("delete %s: %q is not a run folder of %s: %w", rt.Key, rt.Path, b.Root, backend.ErrProtected)
+	}
+	if err := opts.Discard(rt.Path); err != nil {
+		return fmt.Errorf("delete %s: %w", rt.Key, err)
+	}
+	return nil
+}
+
+// Export implements backend.Exporter: a tar.zst of the run folder without
+// its git-ignored dependencies, verified by reading it back.
+func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
+	deps, err := local.Dependencies(ctx, b.Git, rt)
+	if err != nil {
+		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
+	}
+	var skip []string
+	var excluded []string
+	for _, d := range deps {
+		rel, _ := filepath.Rel(rt.Path, d.Path)
+		skip = append(skip, rel)
+		excluded = append(excluded, rel+" (rebuildable, not kept)")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
+	}
+	tarPath := filepath.Join(opts.Dir, "runtime.tar.zst")
+	obj, stats, err := archive.WriteTarFile(ctx, rt.Path, tarPath, archive.TarOptions{
+		Exclude: func(rel string, isDir bool) bool { return isDir && slices.Contains(skip, rel) },
+	})
+	if err != nil {
+		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
+	}
+	if err := archive.VerifyTar(ctx, tarPath, stats.Entries); err != nil {
+		return backend.Export{}, fmt.Errorf("export %s: verify: %w", rt.Key, err)
+	}
+	survives := []string{fmt.Sprintf("the run folder: %d files, %d folders, %d links", stats.Files, stats.Dirs, stats.Symlinks)}
+	survives = append(survives, excluded...)
+	m := archive.Manifest{Runtime: rt.ID, Backend: Name, CreatedAt: time.Now().UTC(), Objects: []archive.Object{obj},
+		Survives: survives, Excluded: excluded}
+	if err := archive.WriteManifest(archive.ManifestPath(opts.Dir, "runtime"), m); err != nil {
+		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
+	}
+	return backend.Export{Location: opts.Dir, Formats: []string{"tar.zst"}, Bytes: obj.Bytes, Survives: survives,
+		Restore: "reclaimer restore " + rt.ID}, nil
+}
+
+// Restore implements backend.Restorer.
+func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
+	dest := opts.To
+	if dest == "" {
+		dest = filepath.Join(b.Root, k.ID)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
+	}
+	tarPath := filepath.Join(opts.Location, "runtime.tar.zst")
+	m, err := archive.ReadManifest(archive.ManifestPath(opts.Location, "runtime"))
+	if err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
+	}
+	for _, o := range m.Objects {
+		if err := o.Verify(ctx); err != nil {
+			return "", fmt.Errorf("restore %s: archive damaged: %w", k, err)
+		}
+	}
+	if err := archive.ExtractTar(ctx, tarPath, dest); err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
+	}
+	return dest, nil
+}
+
+var (
+	_ backend.Lister        = (*Backend)(nil)
+	_ backend.FileReclaimer = (*Backend)(nil)
+	_ backend.Exporter      = (*Backend)(nil)
+	_ backend.Deleter       = (*Backend)(nil)
+	_ backend.Restorer      = (*Backend)(nil)
+)

@@ -1,0 +1,173 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/cli"
+)
+
+// run runs the CLI in-process and returns its output and exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), args, cli.Env{Stdout: &out, Stderr: &errb, Version: "test"})
+	return out.String(), errb.String(), code
+}
+
+// runOK runs the CLI and fails the test on a non-zero exit.
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("reclaimer %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func runJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := runOK(t, append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("reclaimer %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// newRepo makes a repository with a commit, a .gitignore for the usual
+// dependency folders and secrets, and returns its path.
+func newRepo(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n.venv/\n.env\ndist/\n")
+	write(t, filepath.Join(dir, "src", "main.go"), "package main\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+// age sets the modification time of everything under each path (links
+// included, never followed) to when.
+func age(t *testing.T, when time.Time, paths ...string) {
+	t.Helper()
+	for _, root := range paths {
+		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				return nil
+			}
+			return os.Chtimes(p, when, when)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// config writes a configuration file whose ledger and archives live in
+// dir, with body appended.
+func config(t *testing.T, dir, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, "reclaimer.toml")
+	head := "[ledger]\npath = \"" + filepath.Join(dir, "state", "ledger.db") + "\"\n[archive]\ndir = \"" +
+		filepath.Join(dir, "archives") + "\"\n"
+	write(t, path, head+body)
+	return path
+}
+
+type planJSON struct {
+	PlanID    string `json:"plan_id"`
+	CreatedAt string `json:"created_at"`
+	Usage     []struct {
+		Path     string  `json:"path"`
+		Fraction float64 `json:"fraction"`
+		High     float64 `json:"high"`
+		Low      float64 `json:"low"`
+	} `json:"usage"`
+	Actions []struct {
+		Runtime string   `json:"runtime"`
+		Backend string   `json:"backend"`
+		Step    string   `json:"step"`
+		Paths   []string `json:"paths"`
+		Bytes   int64    `json:"bytes"`
+		Reason  string   `json:"reason"`
+	} `json:"actions"`
+	Skipped []struct {
+		Runtime string `json:"runtime"`
+		Reason  string `json:"reason"`
+	} `json:"skipped"`
+	Scheduled []struct {
+		Runtime string `json:"runtime"`
+		Step    string `json:"step"`
+	} `json:"scheduled"`
+}
+
+type applyJSON struct {
+	PlanID  string `json:"plan_id"`
+	Results []struct {
+		Runtime    string `json:"runtime"`
+		Step       string `json:"step"`
+		Outcome    string `json:"outcome"`
+		Reason     string `json:"reason"`
+		FreedBytes int64  `json:"freed_bytes"`
+	} `json:"results"`
+	FreedBytes int64 `json:"freed_bytes"`
+}
+
+func (p planJSON) steps(runtime string) []string {
+	var s []string
+	for _, a := range p.Actions {
+		if a.Runtime == runtime {
+			s = append(s, a.Step)
+		}
+	}
+	return s
+}
+
+func (p planJSON) skipReason(runtime string) string {
+	for _, s := range p.Skipped {
+		if s.Runtime == runtime {
+			return s.Reason
+		}
+	}
+	return ""
+}

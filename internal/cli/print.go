@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/plan"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printPlan(w io.Writer, p *plan.Plan) {
+	fmt.Fprintf(w, "plan %s (%s)\n", p.ID, p.CreatedAt.Local().Format(time.RFC3339))
+	for _, u := range p.Usage {
+		marks := "no disk budget"
+		if u.High > 0 {
+			marks = fmt.Sprintf("high %.0f%%, low %.0f%%", u.High*100, u.Low*100)
+		}
+		fmt.Fprintf(w, "  %s: %.1f%% used (%s)\n", u.Path, u.Fraction*100, marks)
+	}
+	if len(p.Actions) == 0 {
+		fmt.Fprintln(w, "\nnothing to do")
+	} else {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RUNTIME\tBACKEND\tSTEP\tFREES\tREASON")
+		for _, a := range p.Actions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Runtime, a.Backend, a.Step, sizeText(a.Bytes), a.Reason)
+			for _, path := range a.Paths {
+				fmt.Fprintf(tw, "\t\t\t\t  %s\n", path)
+			}
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "\n%d actions would free %s\n", len(p.Actions), sizeText(p.Bytes()))
+	}
+	for _, n := range p.Scheduled {
+		fmt.Fprintf(w, "would announce: %s of %s at %s (%s)\n", n.Step, n.Runtime, n.Due.Local().Format(time.RFC3339), n.Reason)
+	}
+	for _, n := range p.Canceled {
+		fmt.Fprintf(w, "would cancel: %s of %s (%s)\n", n.Step, n.Runtime, n.Reason)
+	}
+	for _, s := range p.Skipped {
+		step := ""
+		if s.Step != "" {
+			step = " " + string(s.Step)
+		}
+		fmt.Fprintf(w, "skipped%s: %s: %s\n", step, s.Runtime, s.Reason)
+	}
+	for _, m := range p.Messages {
+		fmt.Fprintln(w, m)
+	}
+	fmt.Fprintf(w, "\n%s\n", p.Note)
+}
+
+func printApplied(w io.Writer, a *plan.Applied) {
+	for _, m := range a.Messages {
+		fmt.Fprintln(w, m)
+	}
+	if len(a.Results) == 0 {
+		fmt.Fprintln(w, "nothing to do")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUNTIME\tSTEP\tOUTCOME\tFREED\tREASON")
+	for _, r := range a.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Runtime, r.Step, r.Outcome, sizeText(r.FreedBytes), r.Reason)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "freed %s\n", sizeText(a.FreedBytes))
+}
+
+func sizeText(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func durationText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "off"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() || t.Before(time.Now()) {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+)
+
+// ApplyOptions tune Apply.
+type ApplyOptions struct {
+	// Progress, when set, is called after each action.
+	Progress func(done, total int)
+}
+
+// Apply carries out p: never more than it says, skipping what changed.
+func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*plan.Applied, error) {
+	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions))}
+	e.recordNotices(ctx, p, res)
+
+	budgetMet := map[string]bool{}
+	lows := map[string]float64{}
+	for _, fs := range p.Usage {
+		lows[fs.Path] = fs.Low
+	}
+	type waiting struct {
+		i  int
+		ch []<-chan int64
+	}
+	var purges []waiting
+	for i, a := range p.Actions {
+		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
+		switch {
+		case ctx.Err() != nil:
+			r.Outcome, r.Reason = plan.Pending, "stopped before reaching it"
+		case a.Step == backend.StepDependencies && budgetMet[a.Filesystem]:
+			r.Outcome, r.Reason = plan.Skip, "disk budget met: usage is at or under disk_low"
+		default:
+			var chans []<-chan int64
+			r, chans = e.applyOne(ctx, p, a)
+			if len(chans) > 0 {
+				if a.Step == backend.StepDependencies {
+					// The budget re-measures once the files are really gone.
+					r.FreedBytes = wait(ctx, chans)
+					if met, err := e.budgetMet(ctx, a); err == nil && met {
+						budgetMet[a.Filesystem] = true
+					}
+				} else {
+					purges = append(purges, waiting{len(res.Results), chans})
+				}
+			}
+		}
+		res.Results = append(res.Results, r)
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(p.Actions))
+		}
+	}
+	for _, w := range purges {
+		res.Results[w.i].FreedBytes = wait(ctx, w.ch)
+	}
+	for _, r := range res.Results {
+		res.FreedBytes += r.FreedBytes
+	}
+	return res, nil
+}
+
+func wait(ctx context.Context, chans []<-chan int64) int64 {
+	var n int64
+	for _, ch := range chans {
+		select {
+		case b := <-ch:
+			n += b
+		case <-ctx.Done():
+			return n
+		}
+	}
+	return n
+}
+
+// budgetMet re-measures the filesystem of a dependency action.
+func (e *Engine) budgetMet(ctx context.Context, a plan.Action) (bool, error) {
+	if len(a.Paths) == 0 {
+		return false, nil
+	}
+	w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}})
+	if err != nil {
+		return false, err
+	}
+	for _, fs := range w.Filesystems {
+		if fs.ID == a.Filesystem || len(w.Filesystems) == 1 {
+			return fs.Fraction <= fs.Low, nil
+		}
+	}
+	return false, nil
+}
+
+// recordNotices persists the plan's announcements and cancellations.
+func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Applied) {
+	st := e.opts.Ledger
+	for _, n := range p.Scheduled {
+		k := ledger.Key{Backend: n.Backend, ID: n.Runtime}
+		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
+			if r.ScheduledStep == "" {
+				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = string(n.Step), p.CreatedAt, n.Due
+			}
+			return nil
+		})
+		if err == nil {
+			_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+		}
+		if err != nil {
+			res.Messages = append(res.Messages, fmt.Sprintf("announce %s of %s: %v", n.Step, k, err))
+		} else {
+			res.Messages = append(res.Messages, fmt.Sprintf("%s of %s scheduled for %s: %s", n.Step, k, n.Due.Format(time.RFC3339), n.Reason))
+		}
+	}
+	for _, n := range p.Canceled {
+		k := ledger.Key{Backend: n.Backend, ID: n.Runtime}
+		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
+			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+			return nil
+		})
+		if err == nil {
+			_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+		}
+		if err != nil {
+			res.Messages = append(res.Messages, fmt.Sprintf("cancel %s of %s: %v", n.Step, k, err))
+		} else {
+			res.Messages = append(res.Messages, fmt.Sprintf("%s of %s canceled: %s", n.Step, k, n.Reason))
+		}
+	}
+}
+
+// applyOne carries out one action in the order of destruction.
+func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (plan.Result, []<-chan int64) {
+	r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
+	skip := func(why string) (plan.Result, []<-chan int64) {
+		r.Outcome, r.Reason = plan.Skip, why
+		return r, nil
+	}
+	fail := func(err error) (plan.Result, []<-chan int64) {
+		r.Outcome, r.Reason = plan.Failed, err.Error()
+		return r, nil
+	}
+	// Look again before the journal and any export: most changes show.
+	seen, why, err := e.reobserve(ctx, a)
+	if err != nil {
+		return fail(err)
+	} else if why != "" {
+		return skip(why)
+	}
+
+	intent, err := e.opts.Ledger.AppendIntent(ctx, ledger.Intent{PlanID: p.ID, Key: toLedgerKey(a.Key()),
+		Step: string(a.Step), Paths: a.Paths, Reason: a.Reason, At: e.opts.Now().UTC()})
+	if err != nil {
+		return fail(fmt.Errorf("journal intent: %w", err))
+	}
+	r, chans := e.execute(ctx, p, a, seen)
+	outcome := ledger.Outcome{Result: string(r.Outcome), Reason: r.Reason, FreedBytes: a.Bytes, At: e.opts.Now().UTC()}
+	if r.Outcome != plan.Done {
+		outcome.FreedBytes = 0
+	}
+	if err := e.opts.Ledger.RecordOutcome(ctx, intent, outcome); err != nil {
+		e.log.Error("journal outcome", "runtime", a.Key().String(), "err", err)
+	}
+	return r, chans
+}
+
+// execute does the step, under the runtime's lock for the parts that
+// change anything.
+func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen) (plan.Result, []<-chan int64) {
+	r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
+	fail := func(err error) (plan.Result, []<-chan int64) {
+		r.Outcome, r.Reason = plan.Failed, err.Error()
+		return r, nil
+	}
+	b := seen.Source.Backend
+	rt := seen.Runtime
+
+	// Export first, outside the lock: it is slow, and the re-check under
+	// the lock catches any change made while it ran.
+	var exp *backend.Export
+	if a.Step == backend.StepArchive || (a.Step == backend.StepDelete && rt.Unsaved != "") {
+		ex, ok := backend.As[backend.Exporter](b)
+		switch {
+		case ok:
+			dir := filepath.Join(e.opts.ArchiveDir, safeName(rt.Backend), safeName(rt.ID), p.CreatedAt.Format("20060102T150405Z"))
+			got, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: dir})
+			if err != nil {
+				return fail(fmt.Errorf("export (nothing was removed): %w", err))
+			}
+			exp = &got
+		case rt.Unsaved != "":
+			return fail(fmt.Errorf("unsaved work (%s) and no way to archive it: %w", rt.Unsaved, backend.ErrProtected))
+		}
+	}
+
+	unlock, err := e.lockRuntime(rt.Key)
+	if err != nil {
+		r.Outcome, r.Reason = plan.Skip, err.Error()
+		return r, nil
+	}
+	defer unlock()
+	if _, why, err := e.reobserve(ctx, a); err != nil {
+		return fail(err)
+	} else if why != "" {
+		r.Outcome, r.Reason = plan.Skip, why
+		return r, nil
+	}
+
+	var chans []<-chan int64
+	discard := func(path string) error {
+		ch, err := e.discard(rt.Root, path)
+		if err == nil {
+			chans = append(chans, ch)
+		}
+		return err
+	}
+	switch a.Step {
+	case backend.StepCaches, backend.StepDependencies:
+		fr, ok := backend.As[backend.FileReclaimer](b)
+		if !ok {
+			return fail(fmt.Errorf("reclaim files: %w", errors.ErrUnsupported))
+		}
+		files, err := fr.ReclaimFiles(ctx, rt, backend.FileOptions{Step: a.Step, CacheDirs: seen.Source.Settings.CacheDirs,
+			Paths: a.Paths, Discard: discard})
+		if err != nil && len(files) == 0 {
+			return fail(err)
+		}
+		if len(files) < len(a.Paths) {
+			r.Reason = fmt.Sprintf("%d of %d paths no longer qualified and were kept", len(a.Paths)-len(files), len(a.Paths))
+		}
+	case backend.StepSuspend:
+		s, ok := backend.As[backend.Suspender](b)
+		if !ok {
+			return fail(fmt.Errorf("suspend: %w", errors.ErrUnsupported))
+		}
+		if err := s.Suspend(ctx, rt, backend.SuspendOptions{Reason: a.Reason}); err != nil {
+			return fail(err)
+		}
+		e.markState(ctx, rt.Key, backend.StateSuspended, "")
+	case backend.StepArchive, backend.StepDelete:
+		d, ok := backend.As[backend.Deleter](b)
+		if !ok {
+			return fail(fmt.Errorf("remove: %w", errors.ErrUnsupported))
+		}
+		state := backend.StateDeleted
+		if a.Step == backend.StepArchive {
+			state = backend.StateArchived
+		}
+		if exp != nil {
+			id, err := e.recordArchive(ctx, rt, exp, p.CreatedAt)
+			if err != nil {
+				return fail(fmt.Errorf("record archive (nothing was removed): %w", err))
+			}
+			r.ArchiveID = id
+		}
+		// Mark first: a crash after this point is finished by Recover.
+		if err := e.markState(ctx, rt.Key, state, r.ArchiveID); err != nil {
+			return fail(fmt.Errorf("mark %s (nothing was removed): %w", state, err))
+		}
+		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard}); err != nil {
+			e.markState(ctx, rt.Key, rt.State, r.ArchiveID)
+			return fail(err)
+		}
+	}
+	r.Outcome = plan.Done
+	return r, chans
+}
+
+// reobserve looks at the action's runtime again and says why the action
+// must be skipped ("" when it may go on).
+func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, error) {
+	w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}})
+	if err != nil {
+		return nil, "", fmt.Errorf("re-observe %s: %w", a.Key(), err)
+	}
+	s := w.Find(a.Key())
+	const changed = "changed since plan: "
+	if s == nil {
+		return nil, changed + "the runtime is gone", nil
+	}
+	rt := s.Runtime
+	rec := s.PolicyRecord()
+	switch {
+	case rec.Pinned || rt.Pinned != "":
+		return s, changed + "pinned", nil
+	case rec.LeaseUntil.After(w.Now):
+		return s, changed + "leased until " + rec.LeaseUntil.Format(time.RFC3339), nil
+	case s.HeldBy != "":
+		return s, changed + "held by " + s.HeldBy, nil
+	case rt.Busy != "":
+		return s, changed + "busy: " + rt.Busy, nil
+	case rt.State != a.Observed.State:
+		return s, changed + "now " + string(rt.State), nil
+	case s.LastActive().After(a.Observed.LastActivity):
+		return s, changed + "new activity at " + s.LastActive().UTC().Format(time.RFC3339), nil
+	case rt.Fingerprint != a.Observed.Fingerprint:
+		return s, changed + "its files or git state changed", nil
+	case a.Step.Destructive() && len(a.Paths) > 0 && (len(a.Paths) != 1 || a.Paths[0] != rt.Path):
+		return s, changed + "its path changed", nil
+	}
+	if a.Step.Destructive() {
+		// The runtime must still be due: a notice canceled meanwhile, or a
+		// retention extended, stops it.
+		if a.Step == backend.StepArchive && s.Record.ScheduledStep != string(backend.StepArchive) {
+			return s, changed + "no longer scheduled", nil
+		}
+		if a.Step == backend.StepArchive && retentionExtended(s, w.Now) {
+			return s, changed + "retention extended", nil
+		}
+	}
+	return s, "", nil
+}
+
+func retentionExtended(s *Seen, now time.Time) bool {
+	ret := s.Source.Settings.Retention
+	if s.Record.RetentionOverride != nil {
+		ret = *s.Record.RetentionOverride
+	}
+	last := s.LastActive()
+	return ret <= 0 || last.IsZero() || now.Sub(last) <= ret
+}
+
+func (e *Engine) markState(ctx context.Context, k backend.Key, state backend.State, archiveID string) error {
+	_, err := e.opts.Ledger.Update(ctx, toLedgerKey(k), func(r *ledger.RuntimeRecord) error {
+		r.State = string(state)
+		if archiveID != "" {
+			r.ArchiveID = archiveID
+		}
+		if !state.Present() {
+			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+		}
+		return nil
+	})
+	if errors.Is(err, ledger.ErrNotFound) {
+		err = e.opts.Ledger.Observe(ctx, []ledger.Observation{{Key: toLedgerKey(k), State: string(state), SizeBytes: -1, At: e.opts.Now().UTC()}})
+	}
+	return err
+}
+
+func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *backend.Export, at time.Time) (string, error) {
+	id := plan.NewID(e.opts.Now())
+	manifest, _ := jsonMarshal(map[string]any{"survives": exp.Survives, "restore": exp.Restore, "path": rt.Path,
+		"home": rt.Home, "workspaces": rt.Workspaces, "source": rt.Source})
+	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: toLedgerKey(rt.Key), CreatedAt: at.UTC(),
+		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Manifest: manifest})
+	return id, err
+}
+
+// safeName makes an id usable as one path component.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 || r == '\\' {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		s = "_" + s
+	}
+	return s
+}

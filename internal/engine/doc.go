@@ -1,0 +1,23 @@
+// Package engine is the reconciler: each pass re-reads the world (every
+// source's runtimes, the filesystems' usage, the ledger) from scratch,
+// decides with package policy, and applies the plan.
+//
+// Plan never changes anything. Apply follows the order of destruction of
+// DESIGN §4 for every action: journal the intent, export and verify an
+// archive where one is needed (outside the runtime's lock: it is slow),
+// then under the runtime's lock re-observe it and skip the action with
+// "changed since plan: ..." when it became busy, saw newer activity, gained
+// a hold, pin or lease, or its fingerprint (paths, HEAD) changed; mark the
+// new state in the ledger; rename into the trash or call the backend; and
+// journal the outcome. The slow deletion happens afterwards, from the trash.
+// Apply never does more than the plan says; it may do less.
+//
+// Recover, run at start-up, finishes what a crash left half done: an
+// archive whose runtime was already marked archived is removed; anything
+// else is recorded as interrupted and planned again by the next pass. The
+// trash of every managed root purges its leftovers when opened.
+//
+// One runtime's failure never stops a pass: it is recorded in the result
+// and the pass goes on. An Engine is safe for concurrent use; two processes
+// sharing a state folder exclude each other per runtime with file locks.
+package engine

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/diskusage"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/trash"
+)
+
+// Source is one configured source of runtimes.
+type Source struct {
+	// Name identifies the source in output, e.g. "worktrees[0]".
+	Name     string
+	Backend  backend.Backend
+	Settings policy.Settings
+}
+
+// BusyFunc tells, for each path, why it is busy ("" or absent: not busy).
+type BusyFunc func(ctx context.Context, paths []string) (map[string]string, error)
+
+// Options configure an Engine.
+type Options struct {
+	Ledger  ledger.Store
+	Sources []Source
+	// StateDir holds the per-runtime lock files.
+	StateDir string
+	// ArchiveDir is where archives are written.
+	ArchiveDir string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Busy scans for processes using local runtimes; nil: nothing is busy.
+	Busy BusyFunc
+	// Usage measures a filesystem; default diskusage.Of.
+	Usage func(path string) (diskusage.Usage, error)
+	// Concurrency bounds parallel listing, selection and sizing. Default 4.
+	Concurrency int
+	Logger      *slog.Logger
+}
+
+// Engine plans and applies passes.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	trashes map[string]*trash.Trash
+	// purged collects real freed bytes per trash entry, for apply.
+	purgedMu sync.Mutex
+	purged   map[string]chan int64
+	early    map[string]int64
+}
+
+// New checks opts and returns an Engine.
+func New(opts Options) (*Engine, error) {
+	if opts.Ledger == nil {
+		return nil, errors.New("new engine: no ledger")
+	}
+	if opts.StateDir == "" {
+		return nil, errors.New("new engine: no state folder")
+	}
+	names := map[string]bool{}
+	for _, s := range opts.Sources {
+		if s.Backend == nil || s.Name == "" {
+			return nil, fmt.Errorf("new engine: source %q has no backend", s.Name)
+		}
+		if names[s.Name] {
+			return nil, fmt.Errorf("new engine: two sources named %q", s.Name)
+		}
+		names[s.Name] = true
+		if _, ok := backend.As[backend.Lister](s.Backend); !ok {
+			return nil, fmt.Errorf("new engine: source %q cannot list runtimes", s.Name)
+		}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Usage == nil {
+		opts.Usage = diskusage.Of
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.StateDir, "locks"), 0o700); err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	return &Engine{opts: opts, log: opts.Logger, trashes: map[string]*trash.Trash{}, purged: map[string]chan int64{}, early: map[string]int64{}}, nil
+}
+
+// Close stops the trash purgers; what is left is purged at the next start.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, t := range e.trashes {
+		errs = append(errs, t.Close())
+	}
+	e.trashes = map[string]*trash.Trash{}
+	return errors.Join(errs...)
+}
+
+// Drain waits until every trash is empty.
+func (e *Engine) Drain(ctx context.Context) error {
+	e.mu.Lock()
+	ts := make([]*trash.Trash, 0, len(e.trashes))
+	for _, t := range e.trashes {
+		ts = append(ts, t)
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, t := range ts {
+		errs = append(errs, t.Drain(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// trashFor opens (once) the trash of a managed root.
+func (e *Engine) trashFor(root string) (*trash.Trash, error) {
+	if root == "" {
+		return nil, errors.New("open trash: runtime has no managed root")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.trashes[root]; ok {
+		return t, nil
+	}
+	t, err := trash.Open(root, trash.Options{OnPurged: e.onPurged})
+	if err != nil {
+		return nil, err
+	}
+	e.trashes[root] = t
+	return t, nil
+}
+
+func (e *Engine) onPurged(p trash.Purged) {
+	if p.Err != nil {
+		e.log.Warn("purge trash entry", "entry", p.Name, "origin", p.Origin, "err", p.Err)
+	}
+	e.purgedMu.Lock()
+	ch, ok := e.purged[p.Name]
+	delete(e.purged, p.Name)
+	if !ok && p.Origin != "" {
+		// Purged before discard registered it: leave the figure there.
+		e.early[p.Name] = p.Result.FreedBytes
+	}
+	e.purgedMu.Unlock()
+	if ok {
+		ch <- p.Result.FreedBytes
+	}
+}
+
+// discard renames path into its root's trash and returns a channel that
+// receives the bytes really freed once the purge is done.
+func (e *Engine) discard(root, path string) (<-chan int64, error) {
+	t, err := e.trashFor(root)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan int64, 1)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// A link (a planted cache link) is unlinked, never followed.
+		if err := t.RemoveLink(path); err != nil {
+			return nil, err
+		}
+		ch <- 0
+		return ch, nil
+	}
+	name, err := t.Discard(path)
+	if err != nil {
+		return nil, err
+	}
+	e.purgedMu.Lock()
+	if freed, ok := e.early[name]; ok {
+		delete(e.early, name)
+		ch <- freed
+	} else {
+		e.purged[name] = ch
+	}
+	e.purgedMu.Unlock()
+	return ch, nil
+}
+
+// OpenTrashes opens the trash of every root the sources report, which
+// purges what an earlier process left there.
+func (e *Engine) OpenTrashes(ctx context.Context, runtimes []backend.Runtime) {
+	seen := map[string]bool{}
+	for _, rt := range runtimes {
+		if rt.Root == "" || seen[rt.Root] {
+			continue
+		}
+		seen[rt.Root] = true
+		if _, err := e.trashFor(rt.Root); err != nil {
+			e.log.Warn("open trash", "root", rt.Root, "err", err)
+		}
+	}
+}
+
+func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
+func fromLedgerKey(k ledger.Key) backend.Key {
+	return backend.Key{Backend: k.Backend, ID: k.ID}
+}

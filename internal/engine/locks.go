@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+)
+
+// lockRuntime takes the runtime's lock, shared by every reclaimer process
+// using this state folder (flock locks one open file description, so two
+// goroutines of one process exclude each other too). It does not wait: a
+// runtime another pass is acting on is skipped, not queued.
+func (e *Engine) lockRuntime(k backend.Key) (unlock func(), err error) {
+	sum := sha256.Sum256([]byte(k.String()))
+	path := filepath.Join(e.opts.StateDir, "locks", hex.EncodeToString(sum[:12])+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", k, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, fmt.Errorf("lock %s: another reclaimer pass is acting on it: %w", k, backend.ErrBusy)
+		}
+		return nil, fmt.Errorf("lock %s: %w", k, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+)
+
+// Seen is one runtime as a pass observed it, with what the ledger knows.
+type Seen struct {
+	Runtime backend.Runtime
+	Source  *Source
+	// Record is the ledger's record; zero for a runtime seen for the first
+	// time (HasRecord false).
+	Record    ledger.RuntimeRecord
+	HasRecord bool
+	// Activity is the newest activity reported to reclaimer (touch, API).
+	Activity time.Time
+	HeldBy   string
+	// Filesystem is the policy filesystem id of the runtime's root.
+	Filesystem string
+}
+
+// LastActive is the newest of reported and observed activity.
+func (s *Seen) LastActive() time.Time {
+	if s.Activity.After(s.Runtime.LastActivity) {
+		return s.Activity
+	}
+	return s.Runtime.LastActivity
+}
+
+// PolicyRecord turns the ledger's facts into the policy's.
+func (s *Seen) PolicyRecord() policy.Record {
+	r := s.Record
+	return policy.Record{
+		Pinned: r.Pinned, PinReason: r.PinReason, LeaseUntil: r.LeaseUntil, HeldBy: s.HeldBy,
+		Retention: r.RetentionOverride, Activity: s.Activity,
+		Scheduled: backend.Step(r.ScheduledStep), ScheduledAt: r.ScheduledAt, ScheduledDue: r.ScheduledDue,
+	}
+}
+
+// World is what one pass observed.
+type World struct {
+	Now         time.Time
+	Runtimes    []*Seen
+	Filesystems []policy.Filesystem
+	// Gone are ledger records of runtimes no longer present anywhere
+	// (archived, deleted, missing), for ls and status.
+	Gone []ledger.RuntimeRecord
+	// Problems are sources that could not be listed and other per-item
+	// failures that did not stop the pass.
+	Problems []plan.Skipped
+}
+
+// Find returns the runtime with key k.
+func (w *World) Find(k backend.Key) *Seen {
+	for _, s := range w.Runtimes {
+		if s.Runtime.Key == k {
+			return s
+		}
+	}
+	return nil
+}
+
+// ObserveOptions narrow an observation.
+type ObserveOptions struct {
+	// Only lists just these runtimes (IDs passed to each Lister).
+	Only []backend.Key
+	// Record writes what was seen into the ledger (new runtimes, changed
+	// states, runtimes gone missing). Default true for passes.
+	Record bool
+}
+
+// Observe re-reads the world from scratch.
+func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, error) {
+	w := &World{Now: e.opts.Now().UTC()}
+
+	// List every source, bounded in parallel.
+	type listed struct {
+		runtimes []backend.Runtime
+		err      error
+	}
+	results := make([]listed, len(e.opts.Sources))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, e.opts.Concurrency)
+	for i := range e.opts.Sources {
+		src := &e.opts.Sources[i]
+		var ids []string
+		for _, k := range opts.Only {
+			if k.Backend == src.Backend.Name() {
+				ids = append(ids, k.ID)
+			}
+		}
+		if len(opts.Only) > 0 && len(ids) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			l, _ := backend.As[backend.Lister](src.Backend)
+			rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
+			results[i] = listed{rts, err}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	failedBackends := map[string]bool{}
+	byKey := map[backend.Key]*Seen{}
+	for i, r := range results {
+		src := &e.opts.Sources[i]
+		if r.err != nil {
+			failedBackends[src.Backend.Name()] = true
+			w.Problems = append(w.Problems, plan.Skipped{Runtime: src.Name, Backend: src.Backend.Name(),
+				Reason: "listing failed: " + r.err.Error()})
+			continue
+		}
+		for _, rt := range r.runtimes {
+			rt.Source = src.Name
+			if prev, ok := byKey[rt.Key]; ok {
+				// Two sources claim one runtime: touch neither.
+				w.Problems = append(w.Problems, plan.Skipped{Runtime: rt.ID, Backend: rt.Backend,
+					Reason: fmt.Sprintf("found by both %s and %s; fix the configuration", prev.Source.Name, src.Name)})
+				prev.Runtime.Pinned = "found by two sources"
+				continue
+			}
+			s := &Seen{Runtime: rt, Source: src}
+			byKey[rt.Key] = s
+			w.Runtimes = append(w.Runtimes, s)
+		}
+	}
+	slices.SortFunc(w.Runtimes, func(a, b *Seen) int {
+		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
+	})
+
+	if err := e.busy(ctx, w.Runtimes); err != nil {
+		// Without the busy scan nothing local may be touched.
+		return nil, fmt.Errorf("observe: scan for busy runtimes: %w", err)
+	}
+	if err := e.attachLedger(ctx, w, byKey, opts, failedBackends); err != nil {
+		return nil, err
+	}
+	if len(opts.Only) == 0 {
+		// Opening a managed root's trash purges what an earlier process
+		// left there: a crash in mid-purge converges on the next pass.
+		rts := make([]backend.Runtime, len(w.Runtimes))
+		for i, s := range w.Runtimes {
+			rts[i] = s.Runtime
+		}
+		e.OpenTrashes(ctx, rts)
+	}
+	e.measureFilesystems(w)
+	return w, nil
+}
+
+func (e *Engine) busy(ctx context.Context, seen []*Seen) error {
+	if e.opts.Busy == nil {
+		return nil
+	}
+	var paths []string
+	for _, s := range seen {
+		if s.Runtime.Path != "" && s.Runtime.Busy == "" {
+			paths = append(paths, s.Runtime.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	busy, err := e.opts.Busy(ctx, paths)
+	if err != nil {
+		return err
+	}
+	for _, s := range seen {
+		if why := busy[s.Runtime.Path]; why != "" && s.Runtime.Busy == "" {
+			s.Runtime.Busy = why
+		}
+	}
+	return nil
+}
+
+// attachLedger reads the ledger's records, activity and holds, and records
+// what changed.
+func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.Key]*Seen, opts ObserveOptions, failedBackends map[string]bool) error {
+	st := e.opts.Ledger
+	if len(opts.Only) > 0 {
+		return e.attachLedgerNarrow(ctx, w)
+	}
+	activity, err := st.ActivityTimes(ctx)
+	if err != nil {
+		return fmt.Errorf("observe: read activity: %w", err)
+	}
+	holds, err := st.ListHolds(ctx, ledger.HoldFilter{Now: w.Now})
+	if err != nil {
+		return fmt.Errorf("observe: read holds: %w", err)
+	}
+	held := map[backend.Key]string{}
+	for _, h := range holds {
+		held[fromLedgerKey(h.Key)] = h.Holder
+	}
+	records := map[backend.Key]ledger.RuntimeRecord{}
+	var after ledger.Key
+	for {
+		page, err := st.ListRuntimes(ctx, ledger.RuntimeFilter{After: after, Limit: 10000})
+		if err != nil {
+			return fmt.Errorf("observe: read runtimes: %w", err)
+		}
+		for _, r := range page {
+			records[fromLedgerKey(r.Key)] = r
+		}
+		if len(page) < 10000 {
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+
+	var obs []ledger.Observation
+	for _, s := range w.Runtimes {
+		k := s.Runtime.Key
+		s.Activity = activity[toLedgerKey(k)]
+		s.HeldBy = held[k]
+		s.Record, s.HasRecord = records[k]
+		if !s.HasRecord || changed(s) {
+			obs = append(obs, observation(s.Runtime, w.Now))
+		}
+	}
+	backendsListed := map[string]bool{}
+	for _, src := range e.opts.Sources {
+		backendsListed[src.Backend.Name()] = !failedBackends[src.Backend.Name()]
+	}
+	for k, r := range records {
+		if _, ok := byKey[k]; ok {
+			continue
+		}
+		state := backend.State(r.State)
+		if state.Present() && len(opts.Only) == 0 && backendsListed[k.Backend] {
+			// It was there and is not any more, and nobody told us.
+			obs = append(obs, ledger.Observation{Key: r.Key, State: string(backend.StateMissing), At: w.Now})
+			r.State = string(backend.StateMissing)
+		}
+		if len(opts.Only) == 0 {
+			w.Gone = append(w.Gone, r)
+		}
+	}
+	slices.SortFunc(w.Gone, func(a, b ledger.RuntimeRecord) int { return a.Key.Compare(b.Key) })
+	if opts.Record && len(obs) > 0 {
+		if err := st.Observe(ctx, obs); err != nil {
+			return fmt.Errorf("observe: record runtimes: %w", err)
+		}
+		// Keep the in-memory records in step with what was written.
+		for _, s := range w.Runtimes {
+			if !s.HasRecord {
+				if r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key)); err == nil {
+					s.Record, s.HasRecord = r, true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func changed(s *Seen) bool {
+	r, rt := s.Record, s.Runtime
+	return r.State != string(rt.State) || r.Home != rt.Home || !slices.Equal(r.Workspaces, rt.Workspaces) ||
+		len(r.Labels) != len(rt.Labels)
+}
+
+func observation(rt backend.Runtime, now time.Time) ledger.Observation {
+	return ledger.Observation{Key: toLedgerKey(rt.Key), State: string(rt.State), Home: rt.Home,
+		Workspaces: rt.Workspaces, Labels: rt.Labels, SizeBytes: -1, At: now}
+}
+
+// measureFilesystems measures the filesystem of every managed root once
+// and gives each runtime the id of its budget.
+func (e *Engine) measureFilesystems(w *World) {
+	type fsKey struct {
+		fsid      [2]int32
+		high, low float64
+	}
+	ids := map[fsKey]string{}
+	usageOf := map[string]error{}
+	for _, s := range w.Runtimes {
+		root := s.Runtime.Root
+		if root == "" {
+			continue
+		}
+		u, err := e.opts.Usage(root)
+		if err != nil {
+			if _, reported := usageOf[root]; !reported {
+				usageOf[root] = err
+				w.Problems = append(w.Problems, plan.Skipped{Runtime: root, Reason: "measure disk usage: " + err.Error()})
+			}
+			continue
+		}
+		set := s.Source.Settings
+		k := fsKey{u.FSID, set.DiskHigh, set.DiskLow}
+		id, ok := ids[k]
+		if !ok {
+			id = fmt.Sprintf("fs%d", len(ids))
+			ids[k] = id
+			w.Filesystems = append(w.Filesystems, policy.Filesystem{ID: id, Path: root,
+				UsedBytes: u.UsedBytes, AvailBytes: u.AvailBytes, Fraction: u.Fraction, High: set.DiskHigh, Low: set.DiskLow})
+		}
+		s.Filesystem = id
+	}
+}
+
+// attachLedgerNarrow reads the ledger for the few runtimes of a narrowed
+// observation (apply re-observing one runtime) without reading it whole.
+func (e *Engine) attachLedgerNarrow(ctx context.Context, w *World) error {
+	st := e.opts.Ledger
+	for _, s := range w.Runtimes {
+		k := toLedgerKey(s.Runtime.Key)
+		r, err := st.Runtime(ctx, k)
+		switch {
+		case err == nil:
+			s.Record, s.HasRecord = r, true
+		case !errors.Is(err, ledger.ErrNotFound):
+			return fmt.Errorf("observe %s: %w", k, err)
+		}
+		at, err := st.LastActivity(ctx, k)
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("observe %s: %w", k, err)
+		}
+		s.Activity = at
+		holds, err := st.ListHolds(ctx, ledger.HoldFilter{Key: k, Now: w.Now})
+		if err != nil {
+			return fmt.Errorf("observe %s: %w", k, err)
+		}
+		if len(holds) > 0 {
+			s.HeldBy = holds[0].Holder
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/treesize"
+)
+
+// PlanOptions narrow a pass.
+type PlanOptions struct {
+	Steps    []backend.Step
+	Only     []backend.Key
+	Requests []policy.Request
+}
+
+// Plan observes the world and returns what a pass would do. It changes
+// nothing but the ledger's record of what it saw.
+func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World, error) {
+	only := opts.Only
+	for _, r := range opts.Requests {
+		if len(only) > 0 && !containsKey(only, r.Key) {
+			only = append(only, r.Key)
+		}
+	}
+	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	cands := e.candidates(ctx, w, opts.Steps)
+	out := policy.Decide(policy.Input{Now: w.Now, Candidates: cands, Filesystems: w.Filesystems,
+		Requests: opts.Requests, Steps: opts.Steps, Only: opts.Only})
+
+	p := &plan.Plan{ID: plan.NewID(w.Now), CreatedAt: w.Now, Note: plan.Disclaimer,
+		Usage: []plan.Usage{}, Actions: []plan.Action{}, Skipped: []plan.Skipped{}}
+	for _, fs := range w.Filesystems {
+		p.Usage = append(p.Usage, plan.Usage{Path: fs.Path, Fraction: fs.Fraction, High: fs.High, Low: fs.Low})
+	}
+	for _, a := range out.Actions {
+		s := w.Find(a.Key)
+		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Step: a.Step, Paths: a.Paths,
+			Bytes: a.Bytes, Reason: a.Reason, Filesystem: a.Filesystem,
+			Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}
+		if act.Paths == nil {
+			act.Paths = []string{}
+		}
+		if a.Step.Destructive() && act.Bytes == 0 && s.Runtime.Path != "" {
+			act.Bytes = e.size(ctx, s.Runtime)
+		}
+		p.Actions = append(p.Actions, act)
+	}
+	p.Skipped = append(p.Skipped, w.Problems...)
+	for _, s := range out.Skipped {
+		p.Skipped = append(p.Skipped, plan.Skipped{Runtime: s.Key.ID, Backend: s.Key.Backend, Step: s.Step, Reason: s.Reason})
+	}
+	for _, n := range out.Schedule {
+		p.Scheduled = append(p.Scheduled, plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Step: n.Step, Due: n.Due, Reason: n.Reason})
+	}
+	for _, n := range out.Cancel {
+		p.Canceled = append(p.Canceled, plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Step: n.Step, Due: n.Due, Reason: n.Reason})
+	}
+	p.Messages = out.Messages
+	return p, w, nil
+}
+
+func containsKey(keys []backend.Key, k backend.Key) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// candidates builds the policy input, selecting caches of stopped runtimes
+// and, on filesystems over their high watermark, dependencies.
+func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step) []policy.Candidate {
+	over := map[string]bool{}
+	for _, fs := range w.Filesystems {
+		over[fs.ID] = fs.High > 0 && fs.Fraction > fs.High
+	}
+	wants := func(st backend.Step) bool {
+		if len(steps) == 0 {
+			return true
+		}
+		for _, s := range steps {
+			if s == st {
+				return true
+			}
+		}
+		return false
+	}
+	cands := make([]policy.Candidate, len(w.Runtimes))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sem := make(chan struct{}, e.opts.Concurrency)
+	for i, s := range w.Runtimes {
+		c := &cands[i]
+		*c = policy.Candidate{Runtime: s.Runtime, Record: s.PolicyRecord(), Settings: s.Source.Settings,
+			Filesystem: s.Filesystem, SizeBytes: -1}
+		b := s.Source.Backend
+		_, c.Can.Suspend = backend.As[backend.Suspender](b)
+		_, c.Can.Delete = backend.As[backend.Deleter](b)
+		_, c.Can.Export = backend.As[backend.Exporter](b)
+		fr, ok := backend.As[backend.FileReclaimer](b)
+		c.Can.Files = ok
+		if s.HasRecord && s.Record.SizeBytes >= 0 {
+			c.SizeBytes = s.Record.SizeBytes
+		}
+		if !ok || !idleAndFree(s, w) {
+			continue
+		}
+		needCaches := wants(backend.StepCaches) && s.Runtime.Home != "" && len(s.Source.Settings.CacheDirs) > 0
+		needDeps := wants(backend.StepDependencies) && over[s.Filesystem]
+		if !needCaches && !needDeps {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var problems []string
+			if needCaches {
+				files, err := fr.ReclaimFiles(ctx, s.Runtime, backend.FileOptions{Step: backend.StepCaches, CacheDirs: s.Source.Settings.CacheDirs})
+				if err != nil {
+					problems = append(problems, "select caches: "+err.Error())
+				}
+				c.Caches = files
+			}
+			if needDeps {
+				files, err := fr.ReclaimFiles(ctx, s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
+				if err != nil {
+					problems = append(problems, "select dependencies: "+err.Error())
+				}
+				c.Dependencies = files
+			}
+			if len(problems) > 0 {
+				mu.Lock()
+				w.Problems = append(w.Problems, plan.Skipped{Runtime: s.Runtime.ID, Backend: s.Runtime.Backend, Reason: strings.Join(problems, "; ")})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return cands
+}
+
+// idleAndFree tells whether selecting files for s is worth the I/O: no
+// policy would act on a running, busy, pinned, leased or held runtime.
+func idleAndFree(s *Seen, w *World) bool {
+	r := s.Record
+	return !s.Runtime.State.Active() && s.Runtime.State.Present() && s.Runtime.Busy == "" &&
+		s.Runtime.Pinned == "" && !r.Pinned && !r.LeaseUntil.After(w.Now) && s.HeldBy == ""
+}
+
+// size measures a runtime's folder; -1 when it cannot.
+func (e *Engine) size(ctx context.Context, rt backend.Runtime) int64 {
+	rel, err := filepath.Rel(rt.Root, rt.Path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return 0
+	}
+	res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		e.log.Warn("measure runtime", "runtime", rt.Key.String(), "err", err)
+	}
+	return res.AllocBytes
+}

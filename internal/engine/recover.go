@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+)
+
+// Recover finishes or closes what a crash left half done, and opens the
+// trash of every managed root so that leftovers are purged. It is
+// idempotent: running it twice changes nothing the second time.
+func (e *Engine) Recover(ctx context.Context) (int, error) {
+	st := e.opts.Ledger
+	entries, err := st.Unfinished(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	if len(entries) == 0 {
+		return 0, nil // the next Observe opens (and so purges) every trash
+	}
+	w, err := e.Observe(ctx, ObserveOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+
+	for _, j := range entries {
+		k := fromLedgerKey(j.Intent.Key)
+		step := backend.Step(j.Intent.Step)
+		out := ledger.Outcome{At: e.opts.Now().UTC()}
+		rec, err := st.Runtime(ctx, j.Intent.Key)
+		marked := err == nil && (rec.State == string(backend.StateArchived) || rec.State == string(backend.StateDeleted))
+		switch {
+		case err != nil && !errors.Is(err, ledger.ErrNotFound):
+			return 0, fmt.Errorf("recover %s: %w", k, err)
+		case step.Destructive() && marked:
+			// The archive was verified and the state flipped: finish the
+			// removal if the runtime is still there.
+			if s := w.Find(k); s != nil && s.Runtime.State.Present() {
+				if d, ok := backend.As[backend.Deleter](s.Source.Backend); ok {
+					err := d.Delete(ctx, s.Runtime, backend.DeleteOptions{Discard: func(p string) error {
+						_, err := e.discard(s.Runtime.Root, p)
+						return err
+					}})
+					if err != nil {
+						out.Result, out.Reason = ledger.ResultFailed, "finishing after a restart: "+err.Error()
+						break
+					}
+				}
+			}
+			out.Result, out.Reason = ledger.ResultDone, "finished after a restart"
+		case step.Destructive():
+			out.Result, out.Reason = ledger.ResultFailed, "interrupted before the removal; nothing was removed"
+		default:
+			out.Result, out.Reason = ledger.ResultSkipped, "interrupted; the next pass plans it again"
+		}
+		if err := st.RecordOutcome(ctx, j.ID, out); err != nil {
+			return 0, fmt.Errorf("recover %s: %w", k, err)
+		}
+	}
+	return len(entries), nil
+}

@@ -1,0 +1,483 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+)
+
+// Settings is the resolved policy of one runtime's source. Zero durations
+// and fractions mean off.
+type Settings struct {
+	CacheDirs   []string
+	DiskHigh    float64
+	DiskLow     float64
+	Retention   time.Duration
+	Grace       time.Duration
+	IdleSuspend time.Duration
+	MaxLifetime time.Duration
+}
+
+// Record is what the ledger knows of a runtime.
+type Record struct {
+	Pinned     bool
+	PinReason  string
+	LeaseUntil time.Time
+	// HeldBy names an active hold's holder; empty when none.
+	HeldBy string
+	// Retention overrides Settings.Retention when set (0: never).
+	Retention *time.Duration
+	// Activity is the newest activity reported to reclaimer.
+	Activity time.Time
+	// The notice in force, if any.
+	Scheduled    backend.Step
+	ScheduledAt  time.Time
+	ScheduledDue time.Time
+}
+
+// Capabilities are the roles a runtime's backend has.
+type Capabilities struct {
+	Suspend, Delete, Export, Files bool
+}
+
+// Candidate is one runtime with everything the policies need.
+type Candidate struct {
+	Runtime  backend.Runtime
+	Record   Record
+	Settings Settings
+	Can      Capabilities
+	// Filesystem identifies the managed filesystem holding the runtime's
+	// files ("" for a remote runtime).
+	Filesystem string
+	// Caches and Dependencies are what the backend selected, with sizes.
+	Caches       []backend.File
+	Dependencies []backend.File
+	// SizeBytes is the whole runtime's size, when known (-1 unknown).
+	SizeBytes int64
+}
+
+// LastActive is the newest of recorded and observed activity.
+func (c *Candidate) LastActive() time.Time {
+	if c.Record.Activity.After(c.Runtime.LastActivity) {
+		return c.Record.Activity
+	}
+	return c.Runtime.LastActivity
+}
+
+// Filesystem is a managed filesystem's usage and watermarks.
+type Filesystem struct {
+	ID         string  `json:"-"`
+	Path       string  `json:"path"`
+	UsedBytes  uint64  `json:"used_bytes"`
+	AvailBytes uint64  `json:"avail_bytes"`
+	Fraction   float64 `json:"fraction"`
+	High       float64 `json:"high"`
+	Low        float64 `json:"low"`
+}
+
+// Request asks for a step on one runtime now (delete on request).
+type Request struct {
+	Key  backend.Key
+	Step backend.Step
+}
+
+// Input is everything one pass observed.
+type Input struct {
+	Now         time.Time
+	Candidates  []Candidate
+	Filesystems []Filesystem
+	Requests    []Request
+	// Steps, when set, limits the pass to these steps.
+	Steps []backend.Step
+	// Only, when set, limits the pass to these runtimes.
+	Only []backend.Key
+}
+
+// Action is one proposed step.
+type Action struct {
+	Key    backend.Key
+	Step   backend.Step
+	Paths  []string
+	Bytes  int64
+	Reason string
+	// Filesystem the freed bytes return to, for the disk budget.
+	Filesystem string
+}
+
+// Skip is a runtime a policy wanted to act on but may not.
+type Skip struct {
+	Key    backend.Key
+	Step   backend.Step
+	Reason string
+}
+
+// Notice schedules (or cancels) a destructive step.
+type Notice struct {
+	Key    backend.Key
+	Step   backend.Step
+	Due    time.Time
+	Reason string
+}
+
+// Output is the decision of one pass.
+type Output struct {
+	Actions  []Action
+	Skipped  []Skip
+	Schedule []Notice
+	Cancel   []Notice
+	Messages []string
+}
+
+// Decide runs every policy over in.
+func Decide(in Input) Output {
+	var out Output
+	cands := filter(in)
+	acted := map[backend.Key]bool{} // destructive action or suspend already proposed
+	freed := map[string]uint64{}    // bytes each filesystem gets back this pass
+
+	for i := range cands {
+		c := &cands[i]
+		if !c.Runtime.State.Present() {
+			continue
+		}
+		why := protection(c, in.Now)
+
+		// Caches.
+		if wants(in, backend.StepCaches) && c.Can.Files && len(c.Caches) > 0 {
+			if why != "" {
+				out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepCaches, why})
+			} else {
+				a := filesAction(c, backend.StepCaches, c.Caches, "caches of a stopped runtime")
+				out.Actions = append(out.Actions, a)
+				freed[c.Filesystem] += uint64(a.Bytes)
+			}
+		}
+
+		// Idle suspend and lifetime cap.
+		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
+			if reason := suspendReason(c, in.Now); reason != "" {
+				if c.Record.Pinned || c.Runtime.Pinned != "" {
+					out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepSuspend, pinReason(c)})
+				} else if strings.HasPrefix(reason, "idle") && why != "" && !strings.HasPrefix(why, "running") && !strings.HasPrefix(why, "starting") {
+					out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepSuspend, why})
+				} else {
+					out.Actions = append(out.Actions, Action{Key: c.Runtime.Key, Step: backend.StepSuspend, Reason: reason})
+					acted[c.Runtime.Key] = true
+				}
+			}
+		}
+
+		// Retention with notice.
+		if wants(in, backend.StepArchive) && !acted[c.Runtime.Key] {
+			retention(&out, c, in.Now, why, acted)
+		}
+	}
+
+	// Explicit requests.
+	for _, r := range in.Requests {
+		if !wants(in, r.Step) || (len(in.Only) > 0 && !slices.Contains(in.Only, r.Key)) {
+			continue // outside this pass
+		}
+		if why := request(&out, cands, r, in.Now, acted); why != "" {
+			out.Skipped = append(out.Skipped, Skip{r.Key, r.Step, why})
+		}
+	}
+
+	if wants(in, backend.StepDependencies) {
+		budget(&out, in, cands, freed, acted)
+	}
+	reportProtected(&out, in, cands, acted)
+	return out
+}
+
+// reportProtected lists, once, each present runtime that protection keeps
+// from every step and that no policy already reported, so a plan tells why
+// a busy, pinned, leased or held runtime was left alone.
+func reportProtected(out *Output, in Input, cands []Candidate, acted map[backend.Key]bool) {
+	reported := map[backend.Key]bool{}
+	for _, s := range out.Skipped {
+		reported[s.Key] = true
+	}
+	for _, a := range out.Actions {
+		reported[a.Key] = true
+	}
+	for i := range cands {
+		c := &cands[i]
+		k := c.Runtime.Key
+		if reported[k] || acted[k] || !c.Runtime.State.Present() {
+			continue
+		}
+		if why := protection(c, in.Now); why != "" && why != "running" && why != "starting" {
+			out.Skipped = append(out.Skipped, Skip{Key: k, Reason: why})
+		}
+	}
+}
+
+// request turns one explicit request into an action, or says why not.
+func request(out *Output, cands []Candidate, r Request, now time.Time, acted map[backend.Key]bool) string {
+	if !r.Step.Valid() {
+		return fmt.Sprintf("unknown step %q", r.Step)
+	}
+	c := find(cands, r.Key)
+	switch {
+	case c == nil:
+		return "not found"
+	case !c.Runtime.State.Present():
+		return "already " + string(c.Runtime.State)
+	case acted[r.Key]:
+		return "another step was already planned for it in this pass"
+	}
+	if why := protection(c, now); why != "" {
+		return why
+	}
+	a := Action{Key: r.Key, Step: r.Step, Reason: "requested", Filesystem: c.Filesystem}
+	switch r.Step {
+	case backend.StepArchive, backend.StepDelete:
+		if why := cannotRemove(c); why != "" {
+			return why
+		}
+		a.Paths, a.Bytes = runtimePaths(c), max(c.SizeBytes, 0)
+		acted[r.Key] = true
+	case backend.StepSuspend:
+		if !c.Can.Suspend {
+			return "its backend cannot suspend it"
+		}
+		acted[r.Key] = true
+	case backend.StepCaches, backend.StepDependencies:
+		files := c.Caches
+		if r.Step == backend.StepDependencies {
+			files = c.Dependencies
+		}
+		switch {
+		case !c.Can.Files:
+			return "its backend cannot reclaim files"
+		case len(files) == 0:
+			return "nothing to reclaim"
+		}
+		for _, x := range out.Actions {
+			if x.Key == r.Key && x.Step == r.Step {
+				return "" // the policy already proposed it
+			}
+		}
+		a = filesAction(c, r.Step, files, "requested")
+	}
+	out.Actions = append(out.Actions, a)
+	return ""
+}
+
+func filter(in Input) []Candidate {
+	cands := slices.Clone(in.Candidates)
+	if len(in.Only) > 0 {
+		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !slices.Contains(in.Only, c.Runtime.Key) })
+	}
+	slices.SortStableFunc(cands, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
+	})
+	return cands
+}
+
+func wants(in Input, s backend.Step) bool {
+	return len(in.Steps) == 0 || slices.Contains(in.Steps, s)
+}
+
+func find(cands []Candidate, k backend.Key) *Candidate {
+	for i := range cands {
+		if cands[i].Runtime.Key == k {
+			return &cands[i]
+		}
+	}
+	return nil
+}
+
+func pinReason(c *Candidate) string {
+	if c.Record.Pinned {
+		if c.Record.PinReason != "" {
+			return "pinned: " + c.Record.PinReason
+		}
+		return "pinned"
+	}
+	return "pinned: " + c.Runtime.Pinned
+}
+
+// protection says why no step may touch c now; "" when it may.
+func protection(c *Candidate, now time.Time) string {
+	switch {
+	case c.Record.Pinned || c.Runtime.Pinned != "":
+		return pinReason(c)
+	case c.Record.LeaseUntil.After(now):
+		return "leased until " + c.Record.LeaseUntil.UTC().Format(time.RFC3339)
+	case c.Record.HeldBy != "":
+		return "held by " + c.Record.HeldBy
+	case c.Runtime.Busy != "":
+		return "busy: " + c.Runtime.Busy
+	case c.Runtime.State == backend.StateRunning:
+		return "running"
+	case c.Runtime.State == backend.StateStarting:
+		return "starting"
+	case c.Runtime.State == backend.StateUnknown || c.Runtime.State == "":
+		// It may be running behind a failed inspection.
+		return "state unknown"
+	}
+	return ""
+}
+
+func suspendReason(c *Candidate, now time.Time) string {
+	s := c.Settings
+	if s.MaxLifetime > 0 && !c.Runtime.CreatedAt.IsZero() && now.Sub(c.Runtime.CreatedAt) > s.MaxLifetime {
+		return fmt.Sprintf("running %s, over the lifetime cap of %s", human(now.Sub(c.Runtime.CreatedAt)), human(s.MaxLifetime))
+	}
+	if last := c.LastActive(); s.IdleSuspend > 0 && !last.IsZero() && now.Sub(last) > s.IdleSuspend {
+		return fmt.Sprintf("idle %s, over idle_suspend %s", human(now.Sub(last)), human(s.IdleSuspend))
+	}
+	return ""
+}
+
+func effectiveRetention(c *Candidate) time.Duration {
+	if c.Record.Retention != nil {
+		return *c.Record.Retention
+	}
+	return c.Settings.Retention
+}
+
+// retention announces, cancels or carries out the archive of an inactive
+// runtime.
+func retention(out *Output, c *Candidate, now time.Time, why string, acted map[backend.Key]bool) {
+	k := c.Runtime.Key
+	ret := effectiveRetention(c)
+	last := c.LastActive()
+	scheduled := c.Record.Scheduled == backend.StepArchive
+	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
+
+	if scheduled {
+		switch {
+		case why != "" && !strings.HasPrefix(why, "busy"):
+			// A pin, lease, hold or a start cancels the notice.
+			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, why})
+			return
+		case last.After(c.Record.ScheduledAt):
+			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, "active again since the notice"})
+			return
+		case !inactive:
+			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, "no longer over its retention"})
+			return
+		}
+	}
+	if !inactive {
+		return
+	}
+	reason := fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret))
+	if why != "" {
+		out.Skipped = append(out.Skipped, Skip{k, backend.StepArchive, why})
+		return
+	}
+	if why := cannotRemove(c); why != "" {
+		out.Skipped = append(out.Skipped, Skip{k, backend.StepArchive, why})
+		return
+	}
+	if !scheduled {
+		out.Schedule = append(out.Schedule, Notice{k, backend.StepArchive, now.Add(c.Settings.Grace), reason})
+		return
+	}
+	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
+		return // announced, not yet due
+	}
+	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
+		Bytes: max(c.SizeBytes, 0), Reason: reason + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem})
+	acted[k] = true
+}
+
+// cannotRemove says why c cannot be removed safely; "" when it can.
+func cannotRemove(c *Candidate) string {
+	switch {
+	case !c.Can.Delete:
+		return "its backend cannot remove it"
+	case c.Runtime.Unsaved != "" && !c.Can.Export:
+		return "unsaved work (" + c.Runtime.Unsaved + ") and no way to archive it"
+	}
+	return ""
+}
+
+func runtimePaths(c *Candidate) []string {
+	if c.Runtime.Path != "" {
+		return []string{c.Runtime.Path}
+	}
+	return nil
+}
+
+func filesAction(c *Candidate, step backend.Step, files []backend.File, reason string) Action {
+	a := Action{Key: c.Runtime.Key, Step: step, Reason: reason, Filesystem: c.Filesystem}
+	for _, f := range files {
+		a.Paths = append(a.Paths, f.Path)
+		a.Bytes += max(f.Bytes, 0)
+	}
+	return a
+}
+
+// budget sheds dependencies, least recently active first, on every
+// filesystem above its high watermark, until the projection is at or under
+// its low watermark.
+func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, acted map[backend.Key]bool) {
+	for _, fs := range in.Filesystems {
+		if fs.High <= 0 || fs.Fraction <= fs.High {
+			continue
+		}
+		used, avail := fs.UsedBytes, fs.AvailBytes
+		give := min(freed[fs.ID], used)
+		used, avail = used-give, avail+give
+		var pool []*Candidate
+		for i := range cands {
+			c := &cands[i]
+			if c.Filesystem != fs.ID || !c.Can.Files || len(c.Dependencies) == 0 || acted[c.Runtime.Key] || !c.Runtime.State.Present() {
+				continue
+			}
+			if why := protection(c, in.Now); why != "" {
+				out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepDependencies, why})
+				continue
+			}
+			pool = append(pool, c)
+		}
+		slices.SortStableFunc(pool, func(a, b *Candidate) int {
+			return cmp.Or(a.LastActive().Compare(b.LastActive()),
+				cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
+		})
+		for _, c := range pool {
+			if fraction(used, avail) <= fs.Low {
+				break
+			}
+			a := filesAction(c, backend.StepDependencies, c.Dependencies,
+				fmt.Sprintf("%s is %.1f%% full, over disk_high %.0f%%; least recently active first", fs.Path, fs.Fraction*100, fs.High*100))
+			out.Actions = append(out.Actions, a)
+			give := min(uint64(a.Bytes), used)
+			used, avail = used-give, avail+give
+		}
+		if fraction(used, avail) > fs.Low {
+			out.Messages = append(out.Messages, fmt.Sprintf("disk budget: %s would still be %.1f%% full (disk_low %.0f%%): nothing more to shed",
+				fs.Path, fraction(used, avail)*100, fs.Low*100))
+		}
+	}
+}
+
+func fraction(used, avail uint64) float64 {
+	if used+avail == 0 {
+		return 0
+	}
+	return float64(used) / float64(used+avail)
+}
+
+// human prints a duration in days, hours or minutes.
+func human(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	case d >= 2*time.Minute:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return d.Round(time.Second).String()
+}
