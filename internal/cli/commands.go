@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/treesize"
 )
 
 type stepsFlag []backend.Step
@@ -176,6 +179,7 @@ func (c *command) ls(ctx context.Context, args []string) error {
 	for _, seen := range w.Runtimes {
 		rows = append(rows, rowOf(seen))
 	}
+	measureRows(ctx, w, rows)
 	for _, r := range w.Gone {
 		rows = append(rows, RuntimeRow{ID: r.Key.ID, Backend: r.Key.Backend, State: backend.State(r.State),
 			SizeBytes: r.SizeBytes, ArchiveID: r.ArchiveID, Retention: "-"})
@@ -198,6 +202,33 @@ func (c *command) ls(ctx context.Context, args []string) error {
 			sizeText(r.SizeBytes), orDash(r.Pinned), timeOrDash(r.LeaseUntil), r.Retention, sched)
 	}
 	return tw.Flush()
+}
+
+// measureRows sizes the local runtimes of rows in parallel (a few at a
+// time: each walk is parallel already).
+func measureRows(ctx context.Context, w *engine.World, rows []RuntimeRow) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, seen := range w.Runtimes {
+		rt := seen.Runtime
+		if rt.Path == "" || rt.Root == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rel, err := filepath.Rel(rt.Root, rt.Path)
+			if err != nil {
+				return
+			}
+			if res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{}); err == nil {
+				rows[i].SizeBytes = res.AllocBytes
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func rowOf(s *engine.Seen) RuntimeRow {

@@ -85,6 +85,12 @@ func DeleteAt(ctx context.Context, basefd int, rel string, opts Options) (Result
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = 100
 	}
+	if opts.Walk.Workers == 0 && dirwalk.LatencyBound(basefd) {
+		// Each unlink waits on a discard or the network: keep many in
+		// flight (measured on a discard-mounted ext4: 16 workers 3.95 s,
+		// 4 workers 4.78 s for the node_modules tree).
+		opts.Walk.Workers = 16
+	}
 	d := &deleter{opts: opts, walk: opts.Walk.WithDefaults(), euid: os.Geteuid()}
 	err = dirwalk.Walk(ctx, basefd, rel, d.walk, d)
 	res := Result{

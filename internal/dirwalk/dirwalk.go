@@ -38,6 +38,15 @@ type Visitor interface {
 	LeaveDir(n *Node, parentFD int) (again bool)
 }
 
+// EntryStatter is implemented by a Visitor that only needs the status of
+// the entries that are not directories (a sizer): the walker then calls
+// fstatat itself, on the name where it lies in the directory buffer, and
+// hands over the result instead of calling Entry. An entry whose fstatat
+// fails for another reason than vanishing still goes to Entry.
+type EntryStatter interface {
+	EntryStat(n *Node, st *unix.Stat_t)
+}
+
 // Options tune a walk. The zero value is usable.
 type Options struct {
 	// Workers is the number of goroutines issuing system calls. Default
@@ -152,6 +161,10 @@ type walker struct {
 	idle    int // workers waiting in pop
 	done    bool
 
+	// fullReads: the filesystem's getdents fills the buffer to the end of
+	// the directory, so a short read is the last one.
+	fullReads bool
+
 	mu       sync.Mutex // descriptor cache
 	open     int
 	lruHead  *Node // most recently released
@@ -164,7 +177,7 @@ type walker struct {
 // directory, Entry is called for it alone.
 func Walk(ctx context.Context, basefd int, rel string, opts Options, v Visitor) error {
 	opts = withDefaults(opts)
-	w := &walker{ctx: ctx, opts: opts, v: v}
+	w := &walker{ctx: ctx, opts: opts, v: v, fullReads: fillsDirBuffer(basefd)}
 	w.qcond = sync.NewCond(&w.qmu)
 
 	parts, err := beneath.Split(rel)
@@ -341,6 +354,7 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 	var names []string
 	var types []uint8
 	var inos []uint64
+	statter, _ := w.v.(EntryStatter)
 	for {
 		nread, err := getdentsRaw(fd, buf)
 		if err == unix.EINTR {
@@ -354,6 +368,11 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 		if nread <= 0 {
 			break
 		}
+		// On filesystems that fill the buffer until the directory ends
+		// (ext4, xfs, btrfs, tmpfs), room left for the largest entry means
+		// the end was reached: skip the call that would return 0. A
+		// directory still holding entries after deletion is read again.
+		lastRead := w.fullReads && len(buf)-nread > maxDirent
 		for off := 0; off < nread; {
 			ino := *(*uint64)(unsafe.Pointer(&buf[off]))
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
@@ -362,9 +381,22 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 			if i := indexZero(nameBytes); i >= 0 {
 				nameBytes = nameBytes[:i]
 			}
+			nameOff := off + 19
 			off += reclen
 			if isDot(nameBytes) {
 				continue
+			}
+			if statter != nil && typ != unix.DT_DIR && typ != unix.DT_UNKNOWN {
+				// The name is NUL-terminated in the buffer: stat it in
+				// place, without a string, a batch or a sort.
+				var st unix.Stat_t
+				if err := lstatatPtr(fd, &buf[nameOff], &st); err == nil {
+					statter.EntryStat(n, &st)
+					continue
+				} else if err == unix.ENOENT {
+					continue
+				}
+				// Anything else goes the long way, with its name.
 			}
 			name := string(nameBytes)
 			if typ == unix.DT_UNKNOWN {
@@ -396,6 +428,9 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 				w.push(task{node: n, names: names, types: types, inos: inos})
 				names, types, inos = nil, nil, nil
 			}
+		}
+		if lastRead {
+			break
 		}
 	}
 	w.entries(n, fd, names, types, inos)

@@ -82,6 +82,8 @@ func MeasureAt(ctx context.Context, basefd int, rel string, opts Options) (Resul
 
 const maxProblems = 100
 
+var _ dirwalk.EntryStatter = (*measurer)(nil)
+
 type measurer struct {
 	alloc, apparent, entries atomic.Int64
 
@@ -122,6 +124,9 @@ func (m *measurer) problem(list *[]Problem, path string, err error) {
 }
 
 func (m *measurer) EnterDir(_ *dirwalk.Node, _ int, st *unix.Stat_t) { m.add(st) }
+
+// EntryStat lets the walker stat entries in place (dirwalk.EntryStatter).
+func (m *measurer) EntryStat(_ *dirwalk.Node, st *unix.Stat_t) { m.add(st) }
 
 func (m *measurer) Entry(n *dirwalk.Node, dirfd int, name string, typ uint8) {
 	if typ == unix.DT_DIR {
