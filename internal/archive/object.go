@@ -242,3 +242,14 @@ func hashFile(ctx context.Context, path string) (int64, string, error) {
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// Verify reads back every object of the manifest and checks its size and
+// SHA-256: what a restore does before it trusts an archive.
+func (m Manifest) Verify(ctx context.Context) error {
+	for _, o := range m.Objects {
+		if err := o.Verify(ctx); err != nil {
+			return fmt.Errorf("archive damaged: %w", err)
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -34,38 +35,57 @@ func (s *stepsFlag) Set(v string) error {
 	return nil
 }
 
+// passFlags are the flags plan and apply share.
+type passFlags struct {
+	asJSON *bool
+	only   multi
+	steps  stepsFlag
+	src    sourceFlags
+}
+
+func (f *passFlags) register(fs *flag.FlagSet) {
+	f.asJSON = fs.Bool("json", false, "print JSON")
+	fs.Var(&f.only, "runtime", "only this runtime (repeatable)")
+	fs.Var(&f.steps, "step", "only this step (repeatable)")
+	f.src.register(fs)
+}
+
+// newPlan opens the configuration and plans a pass narrowed by the flags.
+func (c *command) newPlan(ctx context.Context, f *passFlags) (*session, *plan.Plan, error) {
+	s, err := c.open(ctx, &f.src)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := s.resolveAll(ctx, f.only)
+	if err == nil {
+		var p *plan.Plan
+		if p, _, err = s.engine.Plan(ctx, engine.PlanOptions{Steps: f.steps, Only: keys}); err == nil {
+			return s, p, nil
+		}
+	}
+	s.close()
+	return nil, nil, err
+}
+
 func (c *command) plan(ctx context.Context, args []string) error {
 	fs := newFlags("plan", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
 	out := fs.String("out", "", "also save the plan to FILE, for apply --plan")
-	var only multi
-	var steps stepsFlag
-	fs.Var(&only, "runtime", "only this runtime (repeatable)")
-	fs.Var(&steps, "step", "only this step (repeatable)")
-	var src sourceFlags
-	src.register(fs)
+	var f passFlags
+	f.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := c.open(ctx, &src)
+	s, p, err := c.newPlan(ctx, &f)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	keys, err := s.resolveAll(ctx, only)
-	if err != nil {
-		return err
-	}
-	p, _, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: steps, Only: keys})
-	if err != nil {
-		return err
-	}
 	if *out != "" {
 		if err := plan.Write(*out, p); err != nil {
 			return err
 		}
 	}
-	if *asJSON {
+	if *f.asJSON {
 		return printJSON(c.env.Stdout, p)
 	}
 	printPlan(c.env.Stdout, p)
@@ -77,40 +97,33 @@ func (c *command) plan(ctx context.Context, args []string) error {
 
 func (c *command) apply(ctx context.Context, args []string) error {
 	fs := newFlags("apply", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
 	planFile := fs.String("plan", "", "apply exactly this saved plan")
-	var only multi
-	var steps stepsFlag
-	fs.Var(&only, "runtime", "only this runtime (repeatable)")
-	fs.Var(&steps, "step", "only this step (repeatable)")
-	var src sourceFlags
-	src.register(fs)
+	var f passFlags
+	f.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := c.open(ctx, &src)
+	if *planFile == "" {
+		s, p, err := c.newPlan(ctx, &f)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		return c.runApply(ctx, s, p, *f.asJSON)
+	}
+	if len(f.only) > 0 || len(f.steps) > 0 {
+		return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
+	}
+	p, err := plan.Read(*planFile)
+	if err != nil {
+		return usageError{err}
+	}
+	s, err := c.open(ctx, &f.src)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	var p *plan.Plan
-	if *planFile != "" {
-		if len(only) > 0 || len(steps) > 0 {
-			return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
-		}
-		if p, err = plan.Read(*planFile); err != nil {
-			return usageError{err}
-		}
-	} else {
-		keys, err := s.resolveAll(ctx, only)
-		if err != nil {
-			return err
-		}
-		if p, _, err = s.engine.Plan(ctx, engine.PlanOptions{Steps: steps, Only: keys}); err != nil {
-			return err
-		}
-	}
-	return c.runApply(ctx, s, p, *asJSON)
+	return c.runApply(ctx, s, p, *f.asJSON)
 }
 
 func (c *command) runApply(ctx context.Context, s *session, p *plan.Plan, asJSON bool) error {

@@ -39,7 +39,11 @@ func printPlan(w io.Writer, p *plan.Plan) {
 			}
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "\n%d actions would free %s\n", len(p.Actions), sizeText(p.Bytes()))
+		noun := "actions"
+		if len(p.Actions) == 1 {
+			noun = "action"
+		}
+		fmt.Fprintf(w, "\n%d %s would free %s\n", len(p.Actions), noun, sizeText(p.Bytes()))
 	}
 	for _, n := range p.Scheduled {
 		fmt.Fprintf(w, "would announce: %s of %s at %s (%s)\n", n.Step, n.Runtime, n.Due.Local().Format(time.RFC3339), n.Reason)
@@ -99,6 +103,10 @@ func durationText(d time.Duration) string {
 		return "off"
 	case d%(24*time.Hour) == 0:
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
 	}
 	return d.String()
 }

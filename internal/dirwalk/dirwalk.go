@@ -161,9 +161,8 @@ type walker struct {
 	idle    int // workers waiting in pop
 	done    bool
 
-	// fullReads: the filesystem's getdents fills the buffer to the end of
-	// the directory, so a short read is the last one.
-	fullReads bool
+	// raw: issue metadata calls as raw system calls (see sys.go).
+	raw bool
 
 	mu       sync.Mutex // descriptor cache
 	open     int
@@ -177,7 +176,7 @@ type walker struct {
 // directory, Entry is called for it alone.
 func Walk(ctx context.Context, basefd int, rel string, opts Options, v Visitor) error {
 	opts = withDefaults(opts)
-	w := &walker{ctx: ctx, opts: opts, v: v, fullReads: fillsDirBuffer(basefd)}
+	w := &walker{ctx: ctx, opts: opts, v: v, raw: !Remote(basefd)}
 	w.qcond = sync.NewCond(&w.qmu)
 
 	parts, err := beneath.Split(rel)
@@ -356,7 +355,7 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 	var inos []uint64
 	statter, _ := w.v.(EntryStatter)
 	for {
-		nread, err := getdentsRaw(fd, buf)
+		nread, err := getdents(w.raw, fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -368,11 +367,6 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 		if nread <= 0 {
 			break
 		}
-		// On filesystems that fill the buffer until the directory ends
-		// (ext4, xfs, btrfs, tmpfs), room left for the largest entry means
-		// the end was reached: skip the call that would return 0. A
-		// directory still holding entries after deletion is read again.
-		lastRead := w.fullReads && len(buf)-nread > maxDirent
 		for off := 0; off < nread; {
 			ino := *(*uint64)(unsafe.Pointer(&buf[off]))
 			reclen := int(*(*uint16)(unsafe.Pointer(&buf[off+16])))
@@ -390,7 +384,7 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 				// The name is NUL-terminated in the buffer: stat it in
 				// place, without a string, a batch or a sort.
 				var st unix.Stat_t
-				if err := lstatatPtr(fd, &buf[nameOff], &st); err == nil {
+				if err := lstatatPtr(w.raw, fd, &buf[nameOff], &st); err == nil {
 					statter.EntryStat(n, &st)
 					continue
 				} else if err == unix.ENOENT {
@@ -428,9 +422,6 @@ func (w *walker) readDir(n *Node, buf []byte) (next *Node) {
 				w.push(task{node: n, names: names, types: types, inos: inos})
 				names, types, inos = nil, nil, nil
 			}
-		}
-		if lastRead {
-			break
 		}
 	}
 	w.entries(n, fd, names, types, inos)

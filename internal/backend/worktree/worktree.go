@@ -323,10 +323,8 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	if err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
-	for _, o := range m.Objects {
-		if err := o.Verify(ctx); err != nil {
-			return "", fmt.Errorf("restore %s: archive damaged: %w", k, err)
-		}
+	if err := m.Verify(ctx); err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	dest := opts.To
 	if dest == "" {
