@@ -107,3 +107,43 @@ func TestBudgetSaysWhenNothingIsLeft(t *testing.T) {
 		t.Fatalf("plan output:\n%s", out)
 	}
 }
+
+// TestCachesAndDependenciesInOnePass: a runtime loses its caches and, under
+// disk pressure, its dependencies in the same apply (the first action does
+// not make the second look "changed since plan"), and reclaiming does not
+// count as activity: the runtime is as inactive afterwards as before.
+func TestCachesAndDependenciesInOnePass(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	testtree.MountTmpfs(t, runs, "size=32m")
+	ws := newRepo(t, filepath.Join(runs, "r1", "workspace"))
+	write(t, filepath.Join(ws, "node_modules", "dep.js"), strings.Repeat("d", 8<<20))
+	write(t, filepath.Join(runs, "r1", "home", ".cache", "pip", "wheel"), strings.Repeat("c", 2<<20))
+	old := time.Now().Add(-5 * 24 * time.Hour).Truncate(time.Second)
+	age(t, old, filepath.Join(runs, "r1"))
+	cfg := config(t, dir, fmt.Sprintf("[[dirs]]\nroot = %q\nhome = \"home\"\nworkspaces = [\"workspace\"]\ndisk_high = 0.05\ndisk_low = 0.01\n", runs))
+
+	var res applyJSON
+	runJSON(t, &res, "--config", cfg, "apply")
+	var steps []string
+	for _, r := range res.Results {
+		if r.Outcome != "done" {
+			t.Errorf("%s %s: %s (%s)", r.Runtime, r.Step, r.Outcome, r.Reason)
+		}
+		steps = append(steps, r.Step)
+	}
+	if strings.Join(steps, ",") != "caches,dependencies" {
+		t.Fatalf("steps %v, want caches then dependencies", steps)
+	}
+	if exists(filepath.Join(runs, "r1", "home", ".cache")) || exists(filepath.Join(ws, "node_modules")) {
+		t.Fatal("caches or dependencies still there")
+	}
+	var rows []struct {
+		ID         string    `json:"id"`
+		LastActive time.Time `json:"last_active"`
+	}
+	runJSON(t, &rows, "--config", cfg, "ls")
+	if len(rows) != 1 || rows[0].LastActive.After(old.Add(time.Second)) {
+		t.Fatalf("after reclaiming, last active is %v; it was %v: reclaiming counted as activity", rows, old)
+	}
+}

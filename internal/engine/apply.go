@@ -34,6 +34,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		ch []<-chan int64
 	}
 	var purges []waiting
+	ours := map[backend.Key]plan.Observed{}
 	for i, a := range p.Actions {
 		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
 		switch {
@@ -42,8 +43,20 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		case a.Step == backend.StepDependencies && budgetMet[a.Filesystem]:
 			r.Outcome, r.Reason = plan.Skip, "disk budget met: usage is at or under disk_low"
 		default:
+			if o, ok := ours[a.Key()]; ok {
+				// An earlier action of this apply changed the runtime (its
+				// caches went): compare with what it left, not with the plan.
+				a.Observed = o
+			}
 			var chans []<-chan int64
 			r, chans = e.applyOne(ctx, p, a)
+			if r.Outcome == plan.Done && !a.Step.Destructive() {
+				if w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}}); err == nil {
+					if s := w.Find(a.Key()); s != nil {
+						ours[a.Key()] = plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}
+					}
+				}
+			}
 			if len(chans) > 0 {
 				if a.Step == backend.StepDependencies {
 					// The budget re-measures once the files are really gone.

@@ -155,6 +155,7 @@ func (t *Trash) Discard(path string) (string, error) {
 		return "", fmt.Errorf("discard %q: %w: %w", path, ErrCrossDevice, beneath.ErrMountPoint)
 	}
 	entryName := newName()
+	restore := keepTimes(parentFD)
 	// RENAME_NOREPLACE: never clobber an entry, however unlikely a clash.
 	if err := unix.Renameat2(parentFD, name, t.dirFD, entryName, unix.RENAME_NOREPLACE); err != nil {
 		if err == unix.EXDEV {
@@ -162,6 +163,7 @@ func (t *Trash) Discard(path string) (string, error) {
 		}
 		return "", fmt.Errorf("discard %q: %w", path, err)
 	}
+	restore()
 	t.mu.Lock()
 	t.queue = append(t.queue, entry{name: entryName, origin: path})
 	t.mu.Unlock()
@@ -198,6 +200,8 @@ func (t *Trash) RemoveLink(path string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		return fmt.Errorf("remove link %q: not a symbolic link", path)
 	}
+	restore := keepTimes(parentFD)
+	defer restore()
 	if err := unix.Unlinkat(parentFD, name, 0); err != nil && err != unix.ENOENT {
 		return fmt.Errorf("remove link %q: %w", path, err)
 	}
@@ -368,4 +372,20 @@ func newName() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return strconv.FormatInt(time.Now().UnixNano(), 10) + "-" + hex.EncodeToString(b[:])
+}
+
+// keepTimes records the times of the directory dirfd and returns a function
+// that puts them back. Reclaiming a cache or a dependency folder is not the
+// user's activity: without this, the rename would move the parent's mtime,
+// the runtime would look active, and its retention clock would start over
+// every time its caches were dropped.
+func keepTimes(dirfd int) func() {
+	var st unix.Stat_t
+	if unix.Fstat(dirfd, &st) != nil {
+		return func() {}
+	}
+	return func() {
+		ts := []unix.Timespec{st.Atim, st.Mtim}
+		_ = unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(dirfd), ts, 0)
+	}
 }

@@ -1,0 +1,60 @@
+package backend_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/rundir"
+	"github.com/reclaimer/reclaimer/internal/backend/worktree"
+)
+
+// wrapped is a decorator: As must see through it.
+type wrapped struct{ inner backend.Backend }
+
+func (w wrapped) Name() string            { return w.inner.Name() }
+func (w wrapped) Unwrap() backend.Backend { return w.inner }
+
+// TestCapabilities pins each backend's exact set of roles: adding or losing
+// one is a decision, not an accident.
+func TestCapabilities(t *testing.T) {
+	local := []string{"Lister", "Deleter", "FileReclaimer", "Exporter", "Restorer"}
+	for _, tc := range []struct {
+		b    backend.Backend
+		want []string
+	}{
+		{&rundir.Backend{}, local},
+		{&worktree.Backend{}, local},
+		{wrapped{&rundir.Backend{}}, local},
+		{wrapped{wrapped{&worktree.Backend{}}}, local},
+	} {
+		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
+			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)
+		}
+	}
+	if _, ok := backend.As[backend.Suspender](&rundir.Backend{}); ok {
+		t.Error("a run folder cannot be suspended")
+	}
+	if l, ok := backend.As[backend.Lister](wrapped{&rundir.Backend{}}); !ok || l == nil {
+		t.Error("As does not look through Unwrap")
+	}
+}
+
+func TestStepOrder(t *testing.T) {
+	for i, s := range backend.Steps {
+		if s.Rank() != i+1 || !s.Valid() {
+			t.Errorf("%s: rank %d", s, s.Rank())
+		}
+	}
+	if backend.Step("reboot").Valid() || backend.StepCaches.Destructive() || !backend.StepArchive.Destructive() {
+		t.Error("step predicates wrong")
+	}
+	for _, st := range []backend.State{backend.StateArchived, backend.StateDeleted, backend.StateMissing} {
+		if st.Present() {
+			t.Errorf("%s reads as present", st)
+		}
+	}
+	if !backend.StateRunning.Active() || backend.StateStopped.Active() {
+		t.Error("Active wrong")
+	}
+}
