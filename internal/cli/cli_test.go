@@ -93,9 +93,12 @@ func TestCachesOfStoppedRunFolders(t *testing.T) {
 			t.Errorf("run1 caches: %v, %d bytes; want .cache, .npm and core.1234", a.Paths, a.Bytes)
 		}
 	}
-	// The dry run changed nothing.
+	// The dry run changed nothing, not even a trash folder.
 	if !exists(filepath.Join(runs, "run1", "persistence", ".cache", "uv", "wheel.whl")) {
 		t.Fatal("plan deleted something")
+	}
+	if exists(filepath.Join(runs, ".reclaimer-trash")) {
+		t.Fatal("plan created the trash folder")
 	}
 
 	var res applyJSON

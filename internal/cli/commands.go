@@ -51,20 +51,20 @@ func (f *passFlags) register(fs *flag.FlagSet) {
 }
 
 // newPlan opens the configuration and plans a pass narrowed by the flags.
-func (c *command) newPlan(ctx context.Context, f *passFlags) (*session, *plan.Plan, error) {
+func (c *command) newPlan(ctx context.Context, f *passFlags) (*session, *plan.Plan, *engine.World, error) {
 	s, err := c.open(ctx, &f.src)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys, err := s.resolveAll(ctx, f.only)
 	if err == nil {
-		var p *plan.Plan
-		if p, _, err = s.engine.Plan(ctx, engine.PlanOptions{Steps: f.steps, Only: keys}); err == nil {
-			return s, p, nil
+		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: f.steps, Only: keys})
+		if err == nil {
+			return s, p, w, nil
 		}
 	}
 	s.close()
-	return nil, nil, err
+	return nil, nil, nil, err
 }
 
 func (c *command) plan(ctx context.Context, args []string) error {
@@ -75,7 +75,7 @@ func (c *command) plan(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	s, p, err := c.newPlan(ctx, &f)
+	s, p, _, err := c.newPlan(ctx, &f)
 	if err != nil {
 		return err
 	}
@@ -104,12 +104,15 @@ func (c *command) apply(ctx context.Context, args []string) error {
 		return err
 	}
 	if *planFile == "" {
-		s, p, err := c.newPlan(ctx, &f)
+		s, p, w, err := c.newPlan(ctx, &f)
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		return c.runApply(ctx, s, p, *f.asJSON)
+		if len(f.only) > 0 {
+			w = nil // narrowed: observe everything once for the trash leftovers
+		}
+		return c.runApply(ctx, s, p, w, *f.asJSON)
 	}
 	if len(f.only) > 0 || len(f.steps) > 0 {
 		return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
@@ -123,10 +126,10 @@ func (c *command) apply(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.close()
-	return c.runApply(ctx, s, p, *f.asJSON)
+	return c.runApply(ctx, s, p, nil, *f.asJSON)
 }
 
-func (c *command) runApply(ctx context.Context, s *session, p *plan.Plan, asJSON bool) error {
+func (c *command) runApply(ctx context.Context, s *session, p *plan.Plan, w *engine.World, asJSON bool) error {
 	var progress func(done, total int)
 	if c.env.IsTerminal && !asJSON && len(p.Actions) > 3 {
 		progress = func(done, total int) {
@@ -138,7 +141,7 @@ func (c *command) runApply(ctx context.Context, s *session, p *plan.Plan, asJSON
 			}
 		}
 	}
-	res, err := s.engine.Apply(ctx, p, engine.ApplyOptions{Progress: progress})
+	res, err := s.engine.Apply(ctx, p, engine.ApplyOptions{Progress: progress, World: w})
 	if err != nil {
 		return err
 	}
@@ -511,7 +514,7 @@ func (c *command) delete(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.Stderr, "reclaimer: not deleting %s: %s\n", k, reason)
 		return nil
 	}
-	return c.runApply(ctx, s, p, *asJSON)
+	return c.runApply(ctx, s, p, nil, *asJSON)
 }
 
 func (c *command) restore(ctx context.Context, args []string) error {

@@ -17,11 +17,22 @@ import (
 type ApplyOptions struct {
 	// Progress, when set, is called after each action.
 	Progress func(done, total int)
+	// World is the observation the plan was made from, when the caller has
+	// it (a pass plans and applies at once); nil makes Apply observe.
+	World *World
 }
 
 // Apply carries out p: never more than it says, skipping what changed.
 func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*plan.Applied, error) {
 	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions))}
+	w := opts.World
+	if w == nil {
+		var err error
+		if w, err = e.Observe(ctx, ObserveOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	e.PurgeLeftovers(w)
 	e.recordNotices(ctx, p, res)
 
 	budgetMet := map[string]bool{}

@@ -192,11 +192,14 @@ func (e *Engine) discard(root, path string) (<-chan int64, error) {
 	return ch, nil
 }
 
-// OpenTrashes opens the trash of every root the sources report, which
-// purges what an earlier process left there.
-func (e *Engine) OpenTrashes(ctx context.Context, runtimes []backend.Runtime) {
+// PurgeLeftovers opens the trash of every managed root of w, which purges
+// what an earlier process left there: a crash in mid-purge converges on the
+// next apply. Read-only commands (plan, ls, status) do not call it: a dry
+// run neither creates trash folders nor deletes anything.
+func (e *Engine) PurgeLeftovers(w *World) {
 	seen := map[string]bool{}
-	for _, rt := range runtimes {
+	for _, s := range w.Runtimes {
+		rt := s.Runtime
 		if rt.Root == "" || seen[rt.Root] {
 			continue
 		}

@@ -153,15 +153,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	if err := e.attachLedger(ctx, w, byKey, opts, failedBackends); err != nil {
 		return nil, err
 	}
-	if len(opts.Only) == 0 {
-		// Opening a managed root's trash purges what an earlier process
-		// left there: a crash in mid-purge converges on the next pass.
-		rts := make([]backend.Runtime, len(w.Runtimes))
-		for i, s := range w.Runtimes {
-			rts[i] = s.Runtime
-		}
-		e.OpenTrashes(ctx, rts)
-	}
+
 	e.measureFilesystems(w)
 	return w, nil
 }
