@@ -566,18 +566,21 @@ func (c *command) restore(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.store.Update(ctx, ledger.Key{Backend: k.Backend, ID: k.ID}, func(r *ledger.RuntimeRecord) error {
+	fmt.Fprintf(c.env.Stdout, "restored %s from archive %s into %s\n", k, a.ID, path)
+	if target != "" {
+		// Elsewhere: a new runtime as far as the sources can tell; the
+		// archived record stays as it is.
+		return nil
+	}
+	lk := ledger.Key{Backend: k.Backend, ID: k.ID}
+	if _, err := s.store.Update(ctx, lk, func(r *ledger.RuntimeRecord) error {
 		r.State = string(backend.StateStopped)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	if err := s.store.RecordActivity(ctx, []ledger.Activity{{Key: ledger.Key{Backend: k.Backend, ID: k.ID}, At: time.Now().UTC()}}); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.env.Stdout, "restored %s from archive %s into %s\n", k, a.ID, path)
-	return nil
+	// Restoring is using it: the retention clock starts again.
+	return s.store.RecordActivity(ctx, []ledger.Activity{{Key: lk, At: time.Now().UTC()}})
 }
 
 func (c *command) log(ctx context.Context, args []string) error {
