@@ -388,27 +388,11 @@ func (c *command) mark(ctx context.Context, name string, args []string) error {
 	forDur := fs.String("for", "", "how long (lease), e.g. 2h or 3d")
 	days := fs.Int("days", -1, "retention in days (0: never archive)")
 	def := fs.Bool("default", false, "back to the configured retention")
-	var src sourceFlags
-	src.register(fs)
-	id, rest := splitID(args)
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	}
-	if id == "" {
-		return usagef("%s: which runtime? (an ID or its path)", name)
-	}
-	s, err := c.open(ctx, &src)
+	s, k, err := c.openRuntime(ctx, name, fs, args)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	k, err := s.resolve(ctx, id)
-	if err != nil {
-		return err
-	}
 	lk := ledger.Key{Backend: k.Backend, ID: k.ID}
 	now := time.Now().UTC()
 	switch name {
@@ -469,6 +453,34 @@ func (c *command) mark(ctx context.Context, name string, args []string) error {
 	return usagef("unknown command %q", name)
 }
 
+// openRuntime parses "ID [flags]" (or "[flags] ID"), opens the
+// configuration and resolves ID: what every command about one runtime
+// starts with.
+func (c *command) openRuntime(ctx context.Context, name string, fs *flag.FlagSet, args []string) (*session, backend.Key, error) {
+	var src sourceFlags
+	src.register(fs)
+	id, rest := splitID(args)
+	if err := parse(fs, rest); err != nil {
+		return nil, backend.Key{}, err
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return nil, backend.Key{}, usagef("%s: which runtime? (an ID or its path)", name)
+	}
+	s, err := c.open(ctx, &src)
+	if err != nil {
+		return nil, backend.Key{}, err
+	}
+	k, err := s.resolve(ctx, id)
+	if err != nil {
+		s.close()
+		return nil, backend.Key{}, err
+	}
+	return s, k, nil
+}
+
 // splitID takes a leading positional ID so flags may follow it.
 func splitID(args []string) (string, []string) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -480,24 +492,11 @@ func splitID(args []string) (string, []string) {
 func (c *command) delete(ctx context.Context, args []string) error {
 	fs := newFlags("delete", c.env)
 	asJSON := fs.Bool("json", false, "print JSON")
-	var src sourceFlags
-	src.register(fs)
-	id, rest := splitID(args)
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	if id == "" {
-		return usagef("delete: which runtime? (an ID or its path)")
-	}
-	s, err := c.open(ctx, &src)
+	s, k, err := c.openRuntime(ctx, "delete", fs, args)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	k, err := s.resolve(ctx, id)
-	if err != nil {
-		return err
-	}
 	p, _, err := s.engine.Plan(ctx, engine.PlanOptions{Only: []backend.Key{k}, Steps: []backend.Step{backend.StepDelete},
 		Requests: []policy.Request{{Key: k, Step: backend.StepDelete}}})
 	if err != nil {
@@ -521,24 +520,11 @@ func (c *command) restore(ctx context.Context, args []string) error {
 	fs := newFlags("restore", c.env)
 	to := fs.String("to", "", "restore into this path instead of where it was")
 	archiveID := fs.String("archive", "", "which archive (default: the newest)")
-	var src sourceFlags
-	src.register(fs)
-	id, rest := splitID(args)
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	if id == "" {
-		return usagef("restore: which runtime?")
-	}
-	s, err := c.open(ctx, &src)
+	s, k, err := c.openRuntime(ctx, "restore", fs, args)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	k, err := s.resolve(ctx, id)
-	if err != nil {
-		return err
-	}
 	archives, err := s.store.ListArchives(ctx, ledger.Key{Backend: k.Backend, ID: k.ID})
 	if err != nil {
 		return err
