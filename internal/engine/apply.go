@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
@@ -210,6 +211,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	// Export first, outside the lock: it is slow, and the re-check under
 	// the lock catches any change made while it ran.
 	var exp *backend.Export
+	kept := false // the export was recorded; otherwise it is removed again
 	if a.Step == backend.StepArchive || (a.Step == backend.StepDelete && rt.Unsaved != "") {
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
@@ -217,9 +219,17 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			dir := filepath.Join(e.opts.ArchiveDir, safeName(rt.Backend), safeName(rt.ID), p.CreatedAt.Format("20060102T150405Z"))
 			got, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: dir})
 			if err != nil {
+				e.dropExport(dir)
 				return fail(fmt.Errorf("export (nothing was removed): %w", err))
 			}
 			exp = &got
+			defer func() {
+				if !kept {
+					// Skipped or failed after the export: an archive
+					// nothing refers to would only take space.
+					e.dropExport(dir)
+				}
+			}()
 		case rt.Unsaved != "":
 			return fail(fmt.Errorf("unsaved work (%s) and no way to archive it: %w", rt.Unsaved, backend.ErrProtected))
 		}
@@ -284,6 +294,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 				return fail(fmt.Errorf("record archive (nothing was removed): %w", err))
 			}
 			r.ArchiveID = id
+			kept = true
 		}
 		// Mark first: a crash after this point is finished by Recover.
 		if err := e.markState(ctx, rt.Key, state, r.ArchiveID); err != nil {
@@ -376,6 +387,13 @@ func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *bac
 	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: toLedgerKey(rt.Key), CreatedAt: at.UTC(),
 		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Manifest: manifest})
 	return id, err
+}
+
+// dropExport removes an archive folder this pass wrote and did not record.
+func (e *Engine) dropExport(dir string) {
+	if _, err := deletion.Delete(context.Background(), filepath.Dir(dir), filepath.Base(dir), deletion.Options{}); err != nil {
+		e.log.Warn("remove unused export", "dir", dir, "err", err)
+	}
 }
 
 // safeName makes an id usable as one path component.
