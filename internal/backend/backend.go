@@ -117,6 +117,11 @@ type Backend interface {
 type ListOptions struct {
 	// IDs, when set, lists only these runtimes (apply re-observes one).
 	IDs []string
+	// Light skips what costs a walk of each runtime's files or a call to
+	// git: LastActivity, Fingerprint and Unsaved are left empty. The
+	// engine asks for it where no policy needs them, and observes the
+	// runtimes it acts on fully.
+	Light bool
 }
 
 // Lister lists the runtimes a backend knows.

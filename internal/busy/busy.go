@@ -289,10 +289,12 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 	}
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	mounts := parseMountinfo(data)
+	parents := parentResolver{}
+	defer parents.close()
 	for i, r := range roots {
 		s.self.add(r, i)
 		real := r
-		if e, ok := realPath(r); ok && e != r {
+		if e, ok := parents.realPath(r); ok && e != r {
 			real = e
 			s.self.add(real, i)
 		}
@@ -307,6 +309,53 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 		s.ns[s.selfNS] = s.self
 	}
 	return s
+}
+
+// parentResolver resolves many paths that share parents (a pass's run
+// folders): each parent is resolved once, and a path whose last component
+// is not a symbolic link is its resolved parent plus that name; one
+// fstatat instead of an open, a readlink and a close per path.
+type parentResolver map[string]*resolvedParent
+
+type resolvedParent struct {
+	fd   int
+	real string
+	ok   bool
+}
+
+func (pr parentResolver) realPath(path string) (string, bool) {
+	dir, base := filepath.Split(filepath.Clean(path))
+	if base == "" || dir == "" {
+		return realPath(path)
+	}
+	p, seen := pr[dir]
+	if !seen {
+		p = &resolvedParent{fd: -1}
+		if fd, err := unix.Open(dir, unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+			if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && strings.HasPrefix(real, "/") {
+				p.fd, p.real, p.ok = fd, real, true
+			} else {
+				unix.Close(fd)
+			}
+		}
+		pr[dir] = p
+	}
+	if !p.ok {
+		return realPath(path)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(p.fd, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return realPath(path)
+	}
+	return filepath.Join(p.real, base), true
+}
+
+func (pr parentResolver) close() {
+	for _, p := range pr {
+		if p.fd >= 0 {
+			unix.Close(p.fd)
+		}
+	}
 }
 
 // realPath resolves every symbolic link in path, as the kernel names it

@@ -68,7 +68,7 @@ func (s *session) backendNamed(name string) backend.Backend {
 
 // resolve turns an ID, "backend/ID" or a runtime's path into its key.
 func (s *session) resolve(ctx context.Context, id string) (backend.Key, error) {
-	w, err := s.engine.Observe(ctx, engine.ObserveOptions{})
+	w, err := s.engine.Observe(ctx, engine.ObserveOptions{Light: true})
 	if err != nil {
 		return backend.Key{}, err
 	}
@@ -118,7 +118,7 @@ func (s *session) resolveAll(ctx context.Context, ids []string) ([]backend.Key, 
 func (s *session) ensureRecord(ctx context.Context, k backend.Key) error {
 	_, err := s.store.Runtime(ctx, ledger.Key{Backend: k.Backend, ID: k.ID})
 	if errors.Is(err, ledger.ErrNotFound) {
-		_, err = s.engine.Observe(ctx, engine.ObserveOptions{Record: true})
+		_, err = s.engine.Observe(ctx, engine.ObserveOptions{Record: true, Light: true})
 	}
 	return err
 }

@@ -29,7 +29,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	w := opts.World
 	if w == nil {
 		var err error
-		if w, err = e.Observe(ctx, ObserveOptions{}); err != nil {
+		if w, err = e.Observe(ctx, ObserveOptions{Light: true}); err != nil {
 			return nil, err
 		}
 	}

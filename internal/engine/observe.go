@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/diskusage"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
@@ -28,6 +29,8 @@ type Seen struct {
 	HeldBy   string
 	// Filesystem is the policy filesystem id of the runtime's root.
 	Filesystem string
+	// Light: observed without activity, fingerprint and unsaved work.
+	Light bool
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -78,6 +81,12 @@ type ObserveOptions struct {
 	// Record writes what was seen into the ledger (new runtimes, changed
 	// states, runtimes gone missing). Default true for passes.
 	Record bool
+	// Light observes runtimes without their activity, fingerprint and
+	// unsaved work where nothing needs them: sources with no retention,
+	// idle suspend or disk budget, and runtimes with no notice in force
+	// and no retention of their own. A pass then observes fully only the
+	// runtimes it acts on.
+	Light bool
 }
 
 // Observe re-reads the world from scratch.
@@ -87,6 +96,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	// List every source, bounded in parallel.
 	type listed struct {
 		runtimes []backend.Runtime
+		light    bool
 		err      error
 	}
 	results := make([]listed, len(e.opts.Sources))
@@ -109,8 +119,9 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			l, _ := backend.As[backend.Lister](src.Backend)
-			rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
-			results[i] = listed{rts, err}
+			light := opts.Light && len(ids) == 0 && !needsActivity(src.Settings)
+			rts, err := l.List(ctx, backend.ListOptions{IDs: ids, Light: light})
+			results[i] = listed{rts, light, err}
 		}()
 	}
 	wg.Wait()
@@ -137,7 +148,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 				prev.Runtime.Pinned = "found by two sources"
 				continue
 			}
-			s := &Seen{Runtime: rt, Source: src}
+			s := &Seen{Runtime: rt, Source: src, Light: r.light}
 			byKey[rt.Key] = s
 			w.Runtimes = append(w.Runtimes, s)
 		}
@@ -151,6 +162,17 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 		return nil, fmt.Errorf("observe: scan for busy runtimes: %w", err)
 	}
 	if err := e.attachLedger(ctx, w, byKey, opts, failedBackends); err != nil {
+		return nil, err
+	}
+	// A notice in force or a runtime's own retention needs activity even
+	// where its source's policies do not.
+	var full []*Seen
+	for _, s := range w.Runtimes {
+		if s.Light && (s.Record.ScheduledStep != "" || (s.Record.RetentionOverride != nil && *s.Record.RetentionOverride > 0)) {
+			full = append(full, s)
+		}
+	}
+	if err := e.ObserveFully(ctx, full); err != nil {
 		return nil, err
 	}
 
@@ -282,20 +304,28 @@ func (e *Engine) measureFilesystems(w *World) {
 		high, low float64
 	}
 	ids := map[fsKey]string{}
-	usageOf := map[string]error{}
+	type measured struct {
+		u   diskusage.Usage
+		err error
+	}
+	usageOf := map[string]measured{} // once per managed root
 	for _, s := range w.Runtimes {
 		root := s.Runtime.Root
 		if root == "" {
 			continue
 		}
-		u, err := e.opts.Usage(root)
-		if err != nil {
-			if _, reported := usageOf[root]; !reported {
-				usageOf[root] = err
-				w.Problems = append(w.Problems, plan.Skipped{Runtime: root, Reason: "measure disk usage: " + err.Error()})
+		m, ok := usageOf[root]
+		if !ok {
+			m.u, m.err = e.opts.Usage(root)
+			usageOf[root] = m
+			if m.err != nil {
+				w.Problems = append(w.Problems, plan.Skipped{Runtime: root, Reason: "measure disk usage: " + m.err.Error()})
 			}
+		}
+		if m.err != nil {
 			continue
 		}
+		u := m.u
 		set := s.Source.Settings
 		k := fsKey{u.FSID, set.DiskHigh, set.DiskLow}
 		id, ok := ids[k]
@@ -333,6 +363,49 @@ func (e *Engine) attachLedgerNarrow(ctx context.Context, w *World) error {
 		}
 		if len(holds) > 0 {
 			s.HeldBy = holds[0].Holder
+		}
+	}
+	return nil
+}
+
+// needsActivity tells whether a source's policies read activity.
+func needsActivity(s policy.Settings) bool {
+	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0
+}
+
+// ObserveFully replaces lightly observed runtimes of seen with full
+// observations (activity, fingerprint, unsaved work), asking each backend
+// for just those runtimes.
+func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
+	bySource := map[*Source][]*Seen{}
+	for _, s := range seen {
+		if s.Light {
+			bySource[s.Source] = append(bySource[s.Source], s)
+		}
+	}
+	for src, list := range bySource {
+		ids := make([]string, len(list))
+		for i, s := range list {
+			ids[i] = s.Runtime.ID
+		}
+		l, _ := backend.As[backend.Lister](src.Backend)
+		rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
+		if err != nil {
+			return fmt.Errorf("observe %s: %w", src.Name, err)
+		}
+		got := map[string]backend.Runtime{}
+		for _, rt := range rts {
+			rt.Source = src.Name
+			got[rt.ID] = rt
+		}
+		for _, s := range list {
+			if rt, ok := got[s.Runtime.ID]; ok {
+				rt.Busy = s.Runtime.Busy
+				if rt.Pinned == "" {
+					rt.Pinned = s.Runtime.Pinned // e.g. found by two sources
+				}
+				s.Runtime, s.Light = rt, false
+			}
 		}
 	}
 	return nil

@@ -29,7 +29,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 			only = append(only, r.Key)
 		}
 	}
-	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true})
+	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true, Light: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,6 +37,16 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	out := policy.Decide(policy.Input{Now: w.Now, Candidates: cands, Filesystems: w.Filesystems,
 		Requests: opts.Requests, Steps: opts.Steps, Only: opts.Only})
 
+	// What the plan acts on is observed fully: apply compares with it.
+	var acted []*Seen
+	for _, a := range out.Actions {
+		if s := w.Find(a.Key); s != nil {
+			acted = append(acted, s)
+		}
+	}
+	if err := e.ObserveFully(ctx, acted); err != nil {
+		return nil, nil, err
+	}
 	p := &plan.Plan{ID: plan.NewID(w.Now), CreatedAt: w.Now, Note: plan.Disclaimer,
 		Usage: []plan.Usage{}, Actions: []plan.Action{}, Skipped: []plan.Skipped{}}
 	for _, fs := range w.Filesystems {

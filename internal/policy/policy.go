@@ -269,14 +269,22 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 	return ""
 }
 
+// filter returns the candidates of the pass in key order. Decide only
+// reads them; it copies the input only when it must drop or reorder some,
+// since the engine passes a host's candidates sorted, and a copy of
+// 100,000 of them is most of a large pass's garbage.
 func filter(in Input) []Candidate {
+	byKey := func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
+	}
+	if len(in.Only) == 0 && slices.IsSortedFunc(in.Candidates, byKey) {
+		return in.Candidates
+	}
 	cands := slices.Clone(in.Candidates)
 	if len(in.Only) > 0 {
 		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !slices.Contains(in.Only, c.Runtime.Key) })
 	}
-	slices.SortStableFunc(cands, func(a, b Candidate) int {
-		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
-	})
+	slices.SortStableFunc(cands, byKey)
 	return cands
 }
 

@@ -61,6 +61,17 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		return nil, fmt.Errorf("list %s: %w", b.Root, err)
 	}
 	defer unix.Close(rootFD)
+	// A child on another mount (a bind mount included) is never a runtime
+	// to remove: compare mount ids with the root's, measured once.
+	rootMnt, err := beneath.MountID(rootFD)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.Root, err)
+	}
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(rootFD, &rootSt); err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.Root, err)
+	}
+	rootDev := uint64(rootSt.Dev)
 	// Run folders are independent: observe them in parallel, in order.
 	found := make([]backend.Runtime, len(names))
 	ok := make([]bool, len(names))
@@ -75,7 +86,7 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 				if i >= len(names) || ctx.Err() != nil {
 					return
 				}
-				found[i], ok[i] = b.observe(ctx, rootFD, names[i])
+				found[i], ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
 			}
 		}()
 	}
@@ -96,7 +107,7 @@ func validID(name string) bool {
 	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\x00")
 }
 
-func (b *Backend) observe(ctx context.Context, rootFD int, name string) (backend.Runtime, bool) {
+func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(rootFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return backend.Runtime{}, false // gone, a file or a symbolic link
@@ -110,7 +121,9 @@ func (b *Backend) observe(ctx context.Context, rootFD int, name string) (backend
 		// A run folder is the only copy of whatever it holds.
 		Unsaved: "the run folder's files",
 	}
-	if mnt, err := beneath.IsMountPoint(rootFD, name); err != nil || mnt {
+	var stx unix.Statx_t
+	if err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil ||
+		(stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id != rootMnt) || (stx.Mask&unix.STATX_MNT_ID == 0 && uint64(st.Dev) != rootDev) {
 		rt.Pinned = "is a mount point"
 	}
 	if b.Home != "" {
@@ -120,6 +133,9 @@ func (b *Backend) observe(ctx context.Context, rootFD int, name string) (backend
 		rt.Workspaces = append(rt.Workspaces, filepath.Join(path, w))
 	}
 	rt.CreatedAt = time.Unix(st.Ctim.Unix())
+	if light {
+		return rt, true
+	}
 	act := local.Activity(ctx, b.Git, rt)
 	rt.LastActivity = act.Newest
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, act.Newest.UnixNano(), act.Files))

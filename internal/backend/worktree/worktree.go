@@ -47,7 +47,7 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		if len(opts.IDs) > 0 && !contains(opts.IDs, f.id) {
 			continue
 		}
-		rts = append(rts, b.observe(ctx, f))
+		rts = append(rts, b.observe(ctx, f, opts.Light))
 	}
 	return rts, nil
 }
@@ -151,7 +151,7 @@ func (b *Backend) rootOf(path string) string {
 	return filepath.Dir(path)
 }
 
-func (b *Backend) observe(ctx context.Context, f found) backend.Runtime {
+func (b *Backend) observe(ctx context.Context, f found, light bool) backend.Runtime {
 	rt := backend.Runtime{
 		Key:    backend.Key{Backend: Name, ID: f.id},
 		State:  backend.StateStopped,
@@ -162,6 +162,9 @@ func (b *Backend) observe(ctx context.Context, f found) backend.Runtime {
 	}
 	if f.branch != "" {
 		rt.Labels["branch"] = strings.TrimPrefix(f.branch, "refs/heads/")
+	}
+	if light {
+		return rt
 	}
 	snap, err := archive.Inspect(ctx, b.Git, f.path)
 	if err != nil {
