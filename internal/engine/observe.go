@@ -31,6 +31,8 @@ type Seen struct {
 	Filesystem string
 	// Light: observed without activity, fingerprint and unsaved work.
 	Light bool
+	// unscanned: the /proc scan has not looked at it yet (DeferBusy).
+	unscanned bool
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -62,16 +64,19 @@ type World struct {
 	// Problems are sources that could not be listed and other per-item
 	// failures that did not stop the pass.
 	Problems []plan.Skipped
+
+	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
 }
 
 // Find returns the runtime with key k.
 func (w *World) Find(k backend.Key) *Seen {
-	for _, s := range w.Runtimes {
-		if s.Runtime.Key == k {
-			return s
+	if w.index == nil {
+		w.index = make(map[backend.Key]*Seen, len(w.Runtimes))
+		for _, s := range w.Runtimes {
+			w.index[s.Runtime.Key] = s
 		}
 	}
-	return nil
+	return w.index[k]
 }
 
 // ObserveOptions narrow an observation.
@@ -87,6 +92,9 @@ type ObserveOptions struct {
 	// and no retention of their own. A pass then observes fully only the
 	// runtimes it acts on.
 	Light bool
+	// DeferBusy leaves the /proc scan to the caller (Plan scans only the
+	// runtimes a decision would touch).
+	DeferBusy bool
 }
 
 // Observe re-reads the world from scratch.
@@ -148,7 +156,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 				prev.Runtime.Pinned = "found by two sources"
 				continue
 			}
-			s := &Seen{Runtime: rt, Source: src, Light: r.light}
+			s := &Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy}
 			byKey[rt.Key] = s
 			w.Runtimes = append(w.Runtimes, s)
 		}
@@ -157,9 +165,11 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
 	})
 
-	if err := e.busy(ctx, w.Runtimes); err != nil {
-		// Without the busy scan nothing local may be touched.
-		return nil, fmt.Errorf("observe: scan for busy runtimes: %w", err)
+	if !opts.DeferBusy {
+		if err := e.busy(ctx, w.Runtimes); err != nil {
+			// Without the busy scan nothing local may be touched.
+			return nil, fmt.Errorf("observe: scan for busy runtimes: %w", err)
+		}
 	}
 	if err := e.attachLedger(ctx, w, byKey, opts, failedBackends); err != nil {
 		return nil, err
@@ -181,6 +191,9 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 }
 
 func (e *Engine) busy(ctx context.Context, seen []*Seen) error {
+	for _, s := range seen {
+		s.unscanned = false
+	}
 	if e.opts.Busy == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,13 +30,40 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 			only = append(only, r.Key)
 		}
 	}
-	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true, Light: true})
+	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true, Light: true, DeferBusy: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	cands := e.candidates(ctx, w, opts.Steps)
-	out := policy.Decide(policy.Input{Now: w.Now, Candidates: cands, Filesystems: w.Filesystems,
-		Requests: opts.Requests, Steps: opts.Steps, Only: opts.Only})
+	in := policy.Input{Now: w.Now, Candidates: cands, Filesystems: w.Filesystems,
+		Requests: opts.Requests, Steps: opts.Steps, Only: opts.Only}
+	// Scan /proc only for the runtimes a decision would touch, then decide
+	// again: a busy one drops out and the budget may reach the next, which
+	// is scanned in turn. Busy only takes actions away, so this ends with
+	// every acted-on runtime scanned.
+	candIndex := make(map[backend.Key]int, len(cands))
+	for i := range cands {
+		candIndex[cands[i].Runtime.Key] = i
+	}
+	out := policy.Decide(in)
+	for {
+		var scan []*Seen
+		for _, a := range out.Actions {
+			if s := w.Find(a.Key); s != nil && s.unscanned {
+				scan = append(scan, s)
+			}
+		}
+		if len(scan) == 0 {
+			break
+		}
+		if err := e.busy(ctx, scan); err != nil {
+			return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+		}
+		for _, s := range scan {
+			cands[candIndex[s.Runtime.Key]].Runtime.Busy = s.Runtime.Busy
+		}
+		out = policy.Decide(in)
+	}
 
 	// What the plan acts on is observed fully: apply compares with it.
 	var acted []*Seen

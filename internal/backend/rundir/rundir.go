@@ -108,8 +108,10 @@ func validID(name string) bool {
 }
 
 func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(rootFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	// One statx tells the type, the mount and the time of creation.
+	var stx unix.Statx_t
+	err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_CTIME|unix.STATX_MNT_ID, &stx)
+	if err != nil || uint32(stx.Mode)&unix.S_IFMT != unix.S_IFDIR {
 		return backend.Runtime{}, false // gone, a file or a symbolic link
 	}
 	path := filepath.Join(b.Root, name)
@@ -121,9 +123,8 @@ func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint
 		// A run folder is the only copy of whatever it holds.
 		Unsaved: "the run folder's files",
 	}
-	var stx unix.Statx_t
-	if err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil ||
-		(stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id != rootMnt) || (stx.Mask&unix.STATX_MNT_ID == 0 && uint64(st.Dev) != rootDev) {
+	if (stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id != rootMnt) ||
+		(stx.Mask&unix.STATX_MNT_ID == 0 && unix.Mkdev(stx.Dev_major, stx.Dev_minor) != rootDev) {
 		rt.Pinned = "is a mount point"
 	}
 	if b.Home != "" {
@@ -132,7 +133,7 @@ func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint
 	for _, w := range b.Workspaces {
 		rt.Workspaces = append(rt.Workspaces, filepath.Join(path, w))
 	}
-	rt.CreatedAt = time.Unix(st.Ctim.Unix())
+	rt.CreatedAt = time.Unix(stx.Ctime.Sec, int64(stx.Ctime.Nsec))
 	if light {
 		return rt, true
 	}
