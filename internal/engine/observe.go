@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -301,7 +302,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 func changed(s *Seen) bool {
 	r, rt := s.Record, s.Runtime
 	return r.State != string(rt.State) || r.Home != rt.Home || !slices.Equal(r.Workspaces, rt.Workspaces) ||
-		len(r.Labels) != len(rt.Labels)
+		!maps.Equal(r.Labels, rt.Labels)
 }
 
 func observation(rt backend.Runtime, now time.Time) ledger.Observation {
