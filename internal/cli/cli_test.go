@@ -213,3 +213,35 @@ func TestChangedSincePlan(t *testing.T) {
 		t.Fatalf("after touch: %+v", res.Results)
 	}
 }
+
+// TestLinkedHomeAndWorkspaceAreNotLookedInto: a run folder whose home and
+// workspace are links to folders outside the managed root (a caller's own
+// checkout) plans nothing for them, and apply touches nothing there.
+func TestLinkedHomeAndWorkspaceAreNotLookedInto(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	outsideHome := filepath.Join(dir, "outside-home")
+	write(t, filepath.Join(outsideHome, ".cache", "big"), strings.Repeat("c", 64<<10))
+	checkout := newRepo(t, filepath.Join(dir, "checkout"))
+	write(t, filepath.Join(checkout, "node_modules", "dep.js"), strings.Repeat("d", 64<<10))
+	if err := os.MkdirAll(filepath.Join(runs, "r1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outsideHome, filepath.Join(runs, "r1", "home")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(checkout, filepath.Join(runs, "r1", "workspace")); err != nil {
+		t.Fatal(err)
+	}
+	before := testtree.Fingerprint(t, outsideHome) + testtree.Fingerprint(t, checkout)
+	cfg := config(t, dir, "[[dirs]]\nroot = \""+runs+"\"\nhome = \"home\"\nworkspaces = [\"workspace\"]\ndisk_high = 0.01\ndisk_low = 0.005\n")
+	var p planJSON
+	runJSON(t, &p, "--config", cfg, "plan")
+	if len(p.Actions) != 0 {
+		t.Fatalf("actions on linked folders: %+v", p.Actions)
+	}
+	runOK(t, "--config", cfg, "apply")
+	if after := testtree.Fingerprint(t, outsideHome) + testtree.Fingerprint(t, checkout); after != before {
+		t.Fatal("something outside the managed root changed")
+	}
+}

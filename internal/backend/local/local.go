@@ -11,7 +11,10 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/ignored"
 	"github.com/reclaimer/reclaimer/internal/treesize"
@@ -24,6 +27,27 @@ func Inside(root, path string) bool {
 	}
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// realDir tells whether path is a directory reached from root without a
+// symbolic link or a mount point on the way: a home or workspace that is a
+// link (to a checkout elsewhere, say) is never looked into.
+func realDir(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return false
+	}
+	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rootFD)
+	fd, err := beneath.Resolver{}.OpenDir(rootFD, rel)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // Size measures path beneath root (allocated bytes); 0 when it cannot.
@@ -58,7 +82,7 @@ func isCoreDump(path string) bool {
 // symbolic link is selected as the link itself (unlinked, never followed).
 func Caches(ctx context.Context, rt backend.Runtime, cacheDirs []string) []backend.File {
 	var files []backend.File
-	if rt.Home != "" && Inside(rt.Root, rt.Home) {
+	if rt.Home != "" && Inside(rt.Root, rt.Home) && realDir(rt.Root, rt.Home) {
 		for _, d := range cacheDirs {
 			p := filepath.Join(rt.Home, d)
 			if !Inside(rt.Home, p) {
@@ -111,8 +135,8 @@ func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([
 	var files []backend.File
 	var errs []error
 	for _, ws := range workspaces {
-		if ws != rt.Path && !Inside(rt.Root, ws) {
-			continue
+		if ws != rt.Path && (!Inside(rt.Root, ws) || !realDir(rt.Root, ws)) {
+			continue // outside, or reached through a link: not ours to shed
 		}
 		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root})
 		if err != nil {
