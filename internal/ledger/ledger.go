@@ -144,6 +144,11 @@ type RuntimeFilter struct {
 	// returned. Pass the last key of the previous page; zero starts at the top.
 	After Key
 	Limit int // <= 0: no limit
+	// Decided, when set, lists only runtimes with an engine-owned field
+	// set (pin, lease, retention override, schedule, archive id): what a
+	// pass must read in full; every other runtime is a key and a state
+	// (RuntimeStates).
+	Decided bool
 }
 
 // Activity reports that a runtime was in use at a time.
@@ -382,6 +387,9 @@ type Store interface {
 	Runtime(ctx context.Context, key Key) (RuntimeRecord, error)
 	// ListRuntimes returns runtimes matching f, ordered by Key.Compare.
 	ListRuntimes(ctx context.Context, f RuntimeFilter) ([]RuntimeRecord, error)
+	// RuntimeStates returns the state of every runtime: the cheap read a
+	// pass over many runtimes starts with.
+	RuntimeStates(ctx context.Context) (map[Key]string, error)
 	// Update reads a runtime, lets fn change it, and writes it back in one
 	// transaction; it returns the record as written. fn must not change the
 	// key, and what it writes must pass RuntimeRecord.Validate. If fn

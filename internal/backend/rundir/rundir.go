@@ -1,8 +1,10 @@
 package rundir
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -46,14 +48,9 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 			}
 		}
 	} else {
-		entries, err := os.ReadDir(b.Root)
-		if err != nil {
+		var err error
+		if names, err = childDirs(b.Root); err != nil {
 			return nil, fmt.Errorf("list %s: %w", b.Root, err)
-		}
-		for _, e := range entries {
-			if e.IsDir() && validID(e.Name()) {
-				names = append(names, e.Name())
-			}
 		}
 	}
 	rootFD, err := unix.Open(b.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -228,3 +225,41 @@ var (
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
 )
+
+// childDirs lists the names of the folders in dir that can be runtimes, in
+// directory order (the engine sorts): raw getdents, because os.ReadDir
+// allocates and sorts an entry for each of what can be 100,000 folders.
+func childDirs(dir string) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 64<<10)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		for b := buf[:n]; len(b) > 0; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			typ := b[18]
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			b = b[reclen:]
+			// DT_UNKNOWN: observe's statx tells what it is.
+			if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && validID(string(name)) {
+				names = append(names, string(name))
+			}
+		}
+	}
+}

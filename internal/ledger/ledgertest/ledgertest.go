@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Runtimes/ObserveBatchIsAtomic", testObserveBatchIsAtomic},
 		{"Runtimes/ListOrderAndFilter", testListOrderAndFilter},
 		{"Runtimes/Pagination", testPagination},
+		{"Runtimes/StatesAndDecided", testStatesAndDecided},
 		{"Runtimes/UpdateSetsAndClears", testUpdateSetsAndClears},
 		{"Runtimes/UpdateWritesNothingOnError", testUpdateWritesNothingOnError},
 		{"Activity/KeepsNewest", testActivityKeepsNewest},

@@ -311,3 +311,44 @@ func testUpdateWritesNothingOnError(t *testing.T, s ledger.Store) {
 		t.Fatalf("key change created a record: %v", err)
 	}
 }
+
+// testStatesAndDecided: RuntimeStates gives every runtime's state; the
+// Decided filter lists exactly the runtimes with an engine-owned field set,
+// and a runtime whose decisions were all cleared drops out again.
+func testStatesAndDecided(t *testing.T, s ledger.Store) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	plain, pinned, leased, kept, scheduled, archived, cleared :=
+		key("dir", "plain"), key("dir", "pinned"), key("dir", "leased"), key("dir", "kept"),
+		key("worktree", "scheduled"), key("worktree", "archived"), key("worktree", "cleared")
+	var obs []ledger.Observation
+	for _, k := range []ledger.Key{plain, pinned, leased, kept, scheduled, archived, cleared} {
+		obs = append(obs, ledger.Observation{Key: k, State: "stopped", At: at})
+	}
+	obs[0].State = "running"
+	observe(t, s, obs...)
+	week := 7 * 24 * time.Hour
+	for k, fn := range map[ledger.Key]func(*ledger.RuntimeRecord){
+		pinned: func(r *ledger.RuntimeRecord) { r.Pinned = true },
+		leased: func(r *ledger.RuntimeRecord) { r.LeaseUntil = at.Add(time.Hour) },
+		kept:   func(r *ledger.RuntimeRecord) { r.RetentionOverride = &week },
+		scheduled: func(r *ledger.RuntimeRecord) {
+			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "archive", at, at.Add(time.Hour)
+		},
+		archived: func(r *ledger.RuntimeRecord) { r.ArchiveID = "a1" },
+		cleared:  func(r *ledger.RuntimeRecord) { r.Pinned = true },
+	} {
+		_, err := s.Update(ctx(t), k, func(r *ledger.RuntimeRecord) error { fn(r); return nil })
+		mustNil(t, "Update "+k.String(), err)
+	}
+	_, err := s.Update(ctx(t), cleared, func(r *ledger.RuntimeRecord) error { r.Pinned = false; return nil })
+	mustNil(t, "Update cleared", err)
+
+	states, err := s.RuntimeStates(ctx(t))
+	mustNil(t, "RuntimeStates", err)
+	mustEqual(t, "states", states, map[ledger.Key]string{plain: "running", pinned: "stopped", leased: "stopped",
+		kept: "stopped", scheduled: "stopped", archived: "stopped", cleared: "stopped"})
+	mustEqual(t, "decided", listKeys(t, s, ledger.RuntimeFilter{Decided: true}),
+		[]ledger.Key{kept, leased, pinned, archived, scheduled})
+	mustEqual(t, "decided in one backend", listKeys(t, s, ledger.RuntimeFilter{Decided: true, Backend: "worktree"}),
+		[]ledger.Key{archived, scheduled})
+}

@@ -219,6 +219,9 @@ func (s *Store) ListRuntimes(ctx context.Context, f ledger.RuntimeFilter) ([]led
 		where = append(where, "(backend, id) > (?, ?)")
 		args = append(args, f.After.Backend, f.After.ID)
 	}
+	if f.Decided {
+		where = append(where, "decided IS NOT NULL")
+	}
 	filter := ``
 	if len(where) > 0 {
 		filter = ` WHERE ` + strings.Join(where, " AND ")
@@ -316,4 +319,26 @@ func putRuntime(ctx context.Context, tx *sql.Tx, r ledger.RuntimeRecord) error {
 		r.State, r.Home, workspaces, labels, r.SizeBytes, nanos(r.FirstSeen), nanos(r.LastSeen), decided,
 		r.Key.Backend, r.Key.ID)
 	return err
+}
+
+// RuntimeStates implements ledger.Store.
+func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT backend, id, state FROM runtimes`)
+	if err != nil {
+		return nil, fmt.Errorf("list runtime states: %w", err)
+	}
+	defer rows.Close()
+	out := map[ledger.Key]string{}
+	for rows.Next() {
+		var k ledger.Key
+		var state string
+		if err := rows.Scan(&k.Backend, &k.ID, &state); err != nil {
+			return nil, fmt.Errorf("list runtime states: %w", err)
+		}
+		out[k] = state
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runtime states: %w", err)
+	}
+	return out, nil
 }
