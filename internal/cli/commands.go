@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -174,15 +173,22 @@ type RuntimeRow struct {
 	ArchiveID     string        `json:"archive_id,omitempty"`
 }
 
-func (c *command) ls(ctx context.Context, args []string) error {
-	fs := newFlags("ls", c.env)
+// openReport parses the flags of a report command ([--json] and the
+// source flags) and opens the configuration.
+func (c *command) openReport(ctx context.Context, name string, args []string) (*session, *bool, error) {
+	fs := newFlags(name, c.env)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var src sourceFlags
 	src.register(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, nil, err
 	}
 	s, err := c.open(ctx, &src)
+	return s, asJSON, err
+}
+
+func (c *command) ls(ctx context.Context, args []string) error {
+	s, asJSON, err := c.openReport(ctx, "ls", args)
 	if err != nil {
 		return err
 	}
@@ -286,18 +292,10 @@ type Status struct {
 	LastPass    *ledger.JournalEntry   `json:"last_action,omitempty"`
 	Problems    []plan.Skipped         `json:"problems,omitempty"`
 	Scheduled   []plan.Notice          `json:"scheduled,omitempty"`
-	Extra       map[string]json.Number `json:"-"`
 }
 
 func (c *command) status(ctx context.Context, args []string) error {
-	fs := newFlags("status", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	var src sourceFlags
-	src.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, err := c.open(ctx, &src)
+	s, asJSON, err := c.openReport(ctx, "status", args)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,29 +37,6 @@ func runJSON(t *testing.T, v any, args ...string) {
 	out := runOK(t, append(args, "--json")...)
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("reclaimer %s --json: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -171,3 +148,10 @@ func (p planJSON) skipReason(runtime string) string {
 	}
 	return ""
 }
+
+var (
+	git = func(t *testing.T, dir string, args ...string) string {
+		return strings.TrimSpace(testtree.Git(t, dir, args...))
+	}
+	write = testtree.Write
+)

@@ -36,16 +36,6 @@ func modes(t *testing.T, f func(t *testing.T, opts deletion.Options)) {
 	})
 }
 
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func symlink(t *testing.T, target, path string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -482,3 +472,5 @@ func BenchmarkDeleteNodeModules(b *testing.B) {
 	}
 	b.ReportMetric(float64(entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }
+
+var write = testtree.Write
