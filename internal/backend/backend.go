@@ -272,6 +272,8 @@ func Capabilities(b Backend) []string {
 	add(ok, "Locker")
 	_, ok = As[Restorer](b)
 	add(ok, "Restorer")
+	_, ok = As[Watcher](b)
+	add(ok, "Watcher")
 	return caps
 }
 
@@ -288,4 +290,15 @@ type RestoreOptions struct {
 // Restorer brings an archived runtime back from its archive.
 type Restorer interface {
 	Restore(ctx context.Context, k Key, opts RestoreOptions) (path string, err error)
+}
+
+// Watcher reports, as they happen, runtimes whose state changed in a way a
+// policy cares about (a container stopped or died), so a daemon can run a
+// narrowed pass for them at once instead of waiting for its timer.
+type Watcher interface {
+	// Watch calls changed with the ID of each runtime that changed, until
+	// ctx ends or the event source fails (it returns that error; the
+	// caller retries with backoff and runs a full pass after reconnecting,
+	// since events were missed meanwhile).
+	Watch(ctx context.Context, changed func(id string)) error
 }
