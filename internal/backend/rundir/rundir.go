@@ -33,6 +33,19 @@ type Backend struct {
 	Home       string   // subpath of each run folder, optional
 	Workspaces []string // subpaths, optional
 	Git        gitcmd.Runner
+	// CacheDir, when set, keeps what full listings learned across passes
+	// and processes (probe.go); the state folder's "cache".
+	CacheDir string
+
+	// bare holds the run folders the last full listing found with nothing
+	// the caches step could select: no home or workspace folder and no
+	// file named like a core dump. Selecting caches for them is then free
+	// instead of a dozen system calls each, which is most of a pass over
+	// 100,000 run folders. A plan is a preview, so a folder that gains a
+	// cache after the listing is simply found by the next pass; apply
+	// re-selects planned paths without it.
+	mu   sync.Mutex
+	bare map[string]struct{}
 }
 
 // Name implements backend.Backend.
@@ -72,18 +85,44 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	// Run folders are independent: observe them in parallel, in order.
 	found := make([]backend.Runtime, len(names))
 	ok := make([]bool, len(names))
+	// A listing by IDs re-observes runtimes about to be acted on: it never
+	// vouches for their emptiness, it only forgets what was known.
+	probe := len(opts.IDs) == 0
+	var bare []bool
+	stamps := make([]stamp, len(names))
+	var known map[string]stamp
+	var cachePath string
+	readAt := time.Now()
+	if probe {
+		bare = make([]bool, len(names))
+		cachePath = b.probeCachePath()
+		known = loadProbes(cachePath)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(len(names), 2*runtime.GOMAXPROCS(0)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte
+			if probe {
+				buf = make([]byte, 8<<10)
+			}
+
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) || ctx.Err() != nil {
 					return
 				}
-				found[i], ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
+				found[i], stamps[i], ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
+				if !probe || !ok[i] || found[i].Pinned != "" {
+					continue
+				}
+				if k, seen := known[names[i]]; seen && k == stamps[i] && k != (stamp{}) {
+					bare[i] = true
+				} else {
+					bare[i] = b.isBare(rootFD, names[i], buf)
+				}
 			}
 		}()
 	}
@@ -91,7 +130,35 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rts := make([]backend.Runtime, 0, len(names))
+	b.mu.Lock()
+	if probe {
+		b.bare = make(map[string]struct{}, len(names))
+		settled := make(map[string]stamp, len(names))
+		same := true
+		for i, isBare := range bare {
+			if !isBare {
+				continue
+			}
+			b.bare[names[i]] = struct{}{}
+			if stamps[i] != (stamp{}) && stamps[i].time().Before(readAt.Add(-probeSettle)) {
+				settled[names[i]] = stamps[i]
+				same = same && known[names[i]] == stamps[i]
+			}
+		}
+		if !same || len(settled) != len(known) {
+			// Only a cost saving: a cache that cannot be written is
+			// simply not used.
+			_ = saveProbes(cachePath, settled)
+		}
+	} else {
+		for _, id := range opts.IDs {
+			delete(b.bare, id)
+		}
+	}
+	b.mu.Unlock()
+	// Compact in place: at 100,000 run folders a second array is 25 MB of
+	// fresh pages.
+	rts := found[:0]
 	for i := range found {
 		if ok[i] {
 			rts = append(rts, found[i])
@@ -104,12 +171,17 @@ func validID(name string) bool {
 	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\x00")
 }
 
-func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, bool) {
-	// One statx tells the type, the mount and the time of creation.
+func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, stamp, bool) {
+	// One statx tells the type, the mount, the time of creation and the
+	// stamp the probe cache compares.
 	var stx unix.Statx_t
-	err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_CTIME|unix.STATX_MNT_ID, &stx)
+	err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_CTIME|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
 	if err != nil || uint32(stx.Mode)&unix.S_IFMT != unix.S_IFDIR {
-		return backend.Runtime{}, false // gone, a file or a symbolic link
+		return backend.Runtime{}, stamp{}, false // gone, a file or a symbolic link
+	}
+	st := stamp{ctimeSec: stx.Ctime.Sec, ctimeNsec: stx.Ctime.Nsec, ino: stx.Ino}
+	if stx.Mask&unix.STATX_CTIME == 0 || stx.Mask&unix.STATX_INO == 0 {
+		st = stamp{} // never matches a remembered folder: probe it
 	}
 	path := filepath.Join(b.Root, name)
 	rt := backend.Runtime{
@@ -132,17 +204,90 @@ func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint
 	}
 	rt.CreatedAt = time.Unix(stx.Ctime.Sec, int64(stx.Ctime.Nsec))
 	if light {
-		return rt, true
+		return rt, st, true
 	}
 	act := local.Activity(ctx, b.Git, rt)
 	rt.LastActivity = act.Newest
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, act.Newest.UnixNano(), act.Files))
 	rt.Fingerprint = hex.EncodeToString(sum[:12])
-	return rt, true
+	return rt, st, true
+}
+
+// isBare tells whether the run folder name holds nothing the caches step
+// could select, from one read of its entries: none is the first folder of
+// the home or of a workspace, and none is named like a core dump. Any
+// doubt (an unreadable folder, an entry of unknown type) answers false,
+// which only costs the full selection.
+func (b *Backend) isBare(rootFD int, name string, buf []byte) bool {
+	fd, err := unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	bare := true
+	err = readNames(fd, buf, func(entry []byte, _ byte) {
+		if !bare {
+			return
+		}
+		if coreLike(entry) || b.leadsIn(entry) {
+			bare = false
+		}
+	})
+	return err == nil && bare
+}
+
+// coreLike tells whether a file name could be a core dump: "core" or
+// "core.<digits>" (its content is checked only when it is).
+func coreLike(name []byte) bool {
+	rest, ok := bytes.CutPrefix(name, []byte("core"))
+	if !ok {
+		return false
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	if rest[0] != '.' || len(rest) == 1 {
+		return false
+	}
+	for _, c := range rest[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// leadsIn tells whether entry is the first component of the home or of a
+// workspace subpath.
+func (b *Backend) leadsIn(entry []byte) bool {
+	for _, sub := range b.subpaths() {
+		first, _, _ := strings.Cut(filepath.Clean(sub), "/")
+		if first == string(entry) || first == "." || first == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// subpaths are the home and workspace subpaths that are set.
+func (b *Backend) subpaths() []string {
+	subs := b.Workspaces
+	if b.Home != "" {
+		subs = append([]string{b.Home}, subs...)
+	}
+	return subs
 }
 
 // ReclaimFiles implements backend.FileReclaimer.
 func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts backend.FileOptions) ([]backend.File, error) {
+	if opts.Step == backend.StepCaches && len(opts.Paths) == 0 && rt.Path == filepath.Join(b.Root, rt.ID) {
+		b.mu.Lock()
+		_, bare := b.bare[rt.ID]
+		b.mu.Unlock()
+		if bare {
+			return nil, nil
+		}
+	}
 	return local.Reclaim(ctx, b.Git, rt, opts)
 }
 
@@ -235,18 +380,31 @@ func childDirs(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 64<<10)
 	var names []string
+	err = readNames(fd, make([]byte, 64<<10), func(name []byte, typ byte) {
+		// DT_UNKNOWN: observe's statx tells what it is.
+		if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && validID(string(name)) {
+			names = append(names, string(name))
+		}
+	})
+	return names, err
+}
+
+// readNames calls fn with the name and type of each entry of the open
+// folder fd but "." and "..", reading until getdents returns 0: a short
+// read does not mean the end (ext4 returns them mid-directory). name is
+// only valid during the call.
+func readNames(fd int, buf []byte, fn func(name []byte, typ byte)) error {
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n <= 0 {
-			return names, nil
+			return nil
 		}
 		for b := buf[:n]; len(b) > 0; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
@@ -256,9 +414,8 @@ func childDirs(dir string) ([]string, error) {
 				name = name[:i]
 			}
 			b = b[reclen:]
-			// DT_UNKNOWN: observe's statx tells what it is.
-			if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && validID(string(name)) {
-				names = append(names, string(name))
+			if string(name) != "." && string(name) != ".." {
+				fn(name, typ)
 			}
 		}
 	}
