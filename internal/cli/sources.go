@@ -29,7 +29,7 @@ func buildSources(cfg *config.Config) ([]engine.Source, error) {
 		out = append(out, engine.Source{
 			Name: fmt.Sprintf("dirs[%d]", i),
 			Backend: &rundir.Backend{Root: d.Root, Home: d.Home, Workspaces: d.Workspaces, Git: git,
-				CacheDir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "cache")},
+				CacheDirs: cfg.PolicyFor(d).CacheDirs, ProbeDir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "cache")},
 			Settings: settings(cfg.PolicyFor(d)),
 		})
 	}

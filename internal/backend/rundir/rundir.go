@@ -33,17 +33,19 @@ type Backend struct {
 	Home       string   // subpath of each run folder, optional
 	Workspaces []string // subpaths, optional
 	Git        gitcmd.Runner
-	// CacheDir, when set, keeps what full listings learned across passes
-	// and processes (probe.go); the state folder's "cache".
-	CacheDir string
+	// CacheDirs are the home's cache folders (the source's cache_dirs):
+	// what a probe looks for.
+	CacheDirs []string
+	// ProbeDir, when set, is where what full listings learned is kept
+	// across passes and processes (probe.go): the state folder's "cache".
+	ProbeDir string
 
 	// bare holds the run folders the last full listing found with nothing
-	// the caches step could select: no home or workspace folder and no
-	// file named like a core dump. Selecting caches for them is then free
-	// instead of a dozen system calls each, which is most of a pass over
-	// 100,000 run folders. A plan is a preview, so a folder that gains a
-	// cache after the listing is simply found by the next pass; apply
-	// re-selects planned paths without it.
+	// the caches step could select (probe.go). Selecting caches for them
+	// is then free instead of a dozen system calls each, which was most of
+	// a pass over 100,000 run folders. A plan is a preview, so a folder
+	// that gains a cache after the listing is found by the next pass;
+	// apply re-selects planned paths without it.
 	mu   sync.Mutex
 	bare map[string]struct{}
 }
@@ -88,15 +90,9 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	// A listing by IDs re-observes runtimes about to be acted on: it never
 	// vouches for their emptiness, it only forgets what was known.
 	probe := len(opts.IDs) == 0
-	var bare []bool
-	stamps := make([]stamp, len(names))
-	var known map[string]stamp
-	var cachePath string
-	readAt := time.Now()
+	var probes *probeRun
 	if probe {
-		bare = make([]bool, len(names))
-		cachePath = b.probeCachePath()
-		known = loadProbes(cachePath)
+		probes = b.startProbes(len(names))
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -104,24 +100,17 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
-			if probe {
-				buf = make([]byte, 8<<10)
-			}
+			buf := make([]byte, 8<<10)
 
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) || ctx.Err() != nil {
 					return
 				}
-				found[i], stamps[i], ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
-				if !probe || !ok[i] || found[i].Pinned != "" {
-					continue
-				}
-				if k, seen := known[names[i]]; seen && k == stamps[i] && k != (stamp{}) {
-					bare[i] = true
-				} else {
-					bare[i] = b.isBare(rootFD, names[i], buf)
+				var st stamp
+				found[i], st, ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
+				if probe && ok[i] && found[i].Pinned == "" {
+					probes.probe(rootFD, i, names[i], st, buf)
 				}
 			}
 		}()
@@ -130,32 +119,15 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
 	if probe {
-		b.bare = make(map[string]struct{}, len(names))
-		settled := make(map[string]stamp, len(names))
-		same := true
-		for i, isBare := range bare {
-			if !isBare {
-				continue
-			}
-			b.bare[names[i]] = struct{}{}
-			if stamps[i] != (stamp{}) && stamps[i].time().Before(readAt.Add(-probeSettle)) {
-				settled[names[i]] = stamps[i]
-				same = same && known[names[i]] == stamps[i]
-			}
-		}
-		if !same || len(settled) != len(known) {
-			// Only a cost saving: a cache that cannot be written is
-			// simply not used.
-			_ = saveProbes(cachePath, settled)
-		}
+		probes.finish(names)
 	} else {
+		b.mu.Lock()
 		for _, id := range opts.IDs {
 			delete(b.bare, id)
 		}
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
 	// Compact in place: at 100,000 run folders a second array is 25 MB of
 	// fresh pages.
 	rts := found[:0]
@@ -213,74 +185,10 @@ func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint
 	return rt, st, true
 }
 
-// isBare tells whether the run folder name holds nothing the caches step
-// could select, from one read of its entries: none is the first folder of
-// the home or of a workspace, and none is named like a core dump. Any
-// doubt (an unreadable folder, an entry of unknown type) answers false,
-// which only costs the full selection.
-func (b *Backend) isBare(rootFD int, name string, buf []byte) bool {
-	fd, err := unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	bare := true
-	err = readNames(fd, buf, func(entry []byte, _ byte) {
-		if !bare {
-			return
-		}
-		if coreLike(entry) || b.leadsIn(entry) {
-			bare = false
-		}
-	})
-	return err == nil && bare
-}
-
-// coreLike tells whether a file name could be a core dump: "core" or
-// "core.<digits>" (its content is checked only when it is).
-func coreLike(name []byte) bool {
-	rest, ok := bytes.CutPrefix(name, []byte("core"))
-	if !ok {
-		return false
-	}
-	if len(rest) == 0 {
-		return true
-	}
-	if rest[0] != '.' || len(rest) == 1 {
-		return false
-	}
-	for _, c := range rest[1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// leadsIn tells whether entry is the first component of the home or of a
-// workspace subpath.
-func (b *Backend) leadsIn(entry []byte) bool {
-	for _, sub := range b.subpaths() {
-		first, _, _ := strings.Cut(filepath.Clean(sub), "/")
-		if first == string(entry) || first == "." || first == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-// subpaths are the home and workspace subpaths that are set.
-func (b *Backend) subpaths() []string {
-	subs := b.Workspaces
-	if b.Home != "" {
-		subs = append([]string{b.Home}, subs...)
-	}
-	return subs
-}
-
 // ReclaimFiles implements backend.FileReclaimer.
 func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts backend.FileOptions) ([]backend.File, error) {
-	if opts.Step == backend.StepCaches && len(opts.Paths) == 0 && rt.Path == filepath.Join(b.Root, rt.ID) {
+	if opts.Step == backend.StepCaches && len(opts.Paths) == 0 && rt.Path == filepath.Join(b.Root, rt.ID) &&
+		slices.Equal(opts.CacheDirs, b.CacheDirs) {
 		b.mu.Lock()
 		_, bare := b.bare[rt.ID]
 		b.mu.Unlock()

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -21,7 +22,7 @@ func selectCaches(t *testing.T, b *Backend) map[string][]string {
 	}
 	got := map[string][]string{}
 	for _, rt := range rts {
-		files, err := b.ReclaimFiles(ctx, rt, backend.FileOptions{Step: backend.StepCaches, CacheDirs: []string{".cache", ".npm"}})
+		files, err := b.ReclaimFiles(ctx, rt, backend.FileOptions{Step: backend.StepCaches, CacheDirs: cacheDirs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,6 +33,8 @@ func selectCaches(t *testing.T, b *Backend) map[string][]string {
 	}
 	return got
 }
+
+var cacheDirs = []string{".cache", ".npm"}
 
 func settleNow(t *testing.T) {
 	old := probeSettle
@@ -50,12 +53,12 @@ func TestProbeCacheFindsWhatAppears(t *testing.T) {
 		testtree.Write(t, filepath.Join(root, id, "task.json"), "{}")
 	}
 	testtree.Write(t, filepath.Join(root, "d", "home", ".npm", "x"), "x")
-	b := &Backend{Root: root, Home: "home", CacheDir: state}
+	b := &Backend{Root: root, Home: "home", ProbeDir: state, CacheDirs: cacheDirs}
 	if got := selectCaches(t, b); len(got) != 1 || !slices.Equal(got["d"], []string{"d/home/.npm"}) {
 		t.Fatalf("first pass selected %v, want only d/home/.npm", got)
 	}
 	cache := b.probeCachePath()
-	if probes := loadProbes(cache); len(probes) != 3 {
+	if probes := loadProbes(cache, 2); len(probes) != 3 {
 		t.Fatalf("cache holds %d folders, want the 3 bare ones: %v", len(probes), probes)
 	}
 
@@ -65,7 +68,7 @@ func TestProbeCacheFindsWhatAppears(t *testing.T) {
 	for _, fresh := range []bool{false, true} {
 		bb := b
 		if fresh {
-			bb = &Backend{Root: root, Home: "home", CacheDir: state} // another process
+			bb = &Backend{Root: root, Home: "home", ProbeDir: state, CacheDirs: cacheDirs} // another process
 		}
 		got := selectCaches(t, bb)
 		want := map[string][]string{"a": {"a/home/.cache"}, "b": {"b/core"}, "d": {"d/home/.npm"}}
@@ -78,8 +81,54 @@ func TestProbeCacheFindsWhatAppears(t *testing.T) {
 			}
 		}
 	}
-	if probes := loadProbes(cache); len(probes) != 1 {
+	if probes := loadProbes(cache, 2); len(probes) != 1 {
 		t.Errorf("cache holds %v, want only c", probes)
+	}
+}
+
+// TestProbeCacheHomes: run folders with a home (and workspaces two levels
+// down) that hold no cache are remembered too, and a cache or core dump
+// appearing inside the home or a workspace, which leaves the run folder's
+// own stamp alone, is still found.
+func TestProbeCacheHomes(t *testing.T) {
+	settleNow(t)
+	root, state := t.TempDir(), t.TempDir()
+	for _, id := range []string{"a", "b", "c"} {
+		testtree.Write(t, filepath.Join(root, id, "home", ".bashrc"), "x")
+		testtree.Write(t, filepath.Join(root, id, "home", ".config", "app"), "x")
+		testtree.Write(t, filepath.Join(root, id, "src", "ws", "main.go"), "package main")
+	}
+	mk := func() *Backend {
+		return &Backend{Root: root, Home: "home", Workspaces: []string{"src/ws"}, ProbeDir: state, CacheDirs: cacheDirs}
+	}
+	b := mk()
+	if got := selectCaches(t, b); len(got) != 0 {
+		t.Fatalf("selected %v from homes without caches", got)
+	}
+	if probes := loadProbes(b.probeCachePath(), 3); len(probes) != 3 {
+		t.Fatalf("cache holds %v, want a, b and c", probes)
+	}
+	testtree.Write(t, filepath.Join(root, "a", "home", ".npm", "_cacache", "x"), "x")
+	testtree.CoreDump(t, filepath.Join(root, "b", "src", "ws", "core.77"))
+	for _, bb := range []*Backend{b, mk()} {
+		got := selectCaches(t, bb)
+		if len(got) != 2 || !slices.Equal(got["a"], []string{"a/home/.npm"}) || !slices.Equal(got["b"], []string{"b/src/ws/core.77"}) {
+			t.Errorf("selected %v, want a/home/.npm and b/src/ws/core.77", got)
+		}
+	}
+	// A home replaced by a link to a folder elsewhere holding a cache: the
+	// probe does not vouch for it, and the selection does not follow it.
+	elsewhere := t.TempDir()
+	testtree.Write(t, filepath.Join(elsewhere, ".cache", "big"), "x")
+	testtree.CoreDump(t, filepath.Join(elsewhere, "core"))
+	if err := os.RemoveAll(filepath.Join(root, "c", "home")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "c", "home")); err != nil {
+		t.Fatal(err)
+	}
+	if got := selectCaches(t, mk()); len(got["c"]) != 0 {
+		t.Errorf("looked into a home that is a link: selected %v", got["c"])
 	}
 }
 
@@ -88,9 +137,9 @@ func TestProbeCacheFindsWhatAppears(t *testing.T) {
 func TestProbeCacheRecentFolders(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	testtree.Write(t, filepath.Join(root, "new", "task.json"), "{}")
-	b := &Backend{Root: root, Home: "home", CacheDir: state}
+	b := &Backend{Root: root, Home: "home", ProbeDir: state, CacheDirs: cacheDirs}
 	selectCaches(t, b)
-	if probes := loadProbes(b.probeCachePath()); len(probes) != 0 {
+	if probes := loadProbes(b.probeCachePath(), 2); len(probes) != 0 {
 		t.Errorf("a folder changed just now was remembered: %v", probes)
 	}
 	// Still bare for this pass: selection is free and finds nothing.
@@ -106,7 +155,7 @@ func TestProbeCacheDamaged(t *testing.T) {
 	root, state := t.TempDir(), t.TempDir()
 	testtree.CoreDump(t, filepath.Join(root, "a", "core.123"))
 	testtree.Write(t, filepath.Join(root, "b", "notes"), "n")
-	b := &Backend{Root: root, Home: "home", CacheDir: state}
+	b := &Backend{Root: root, Home: "home", ProbeDir: state, CacheDirs: cacheDirs}
 	cache := b.probeCachePath()
 	for _, content := range []string{probeMagic + "\x05\x00ab", "not a cache", probeMagic + "\x01\x00a\x00\x00"} {
 		testtree.Write(t, cache, content)
@@ -118,7 +167,7 @@ func TestProbeCacheDamaged(t *testing.T) {
 	// A cache naming a folder that holds a core dump under the stamp it has
 	// now cannot happen (adding the file changed the stamp), but a cache
 	// from another layout must not apply: the layout is in the file name.
-	other := &Backend{Root: root, Home: "elsewhere", CacheDir: state}
+	other := &Backend{Root: root, Home: "elsewhere", ProbeDir: state, CacheDirs: cacheDirs}
 	if other.probeCachePath() == cache {
 		t.Error("two layouts share a cache file")
 	}
@@ -126,7 +175,7 @@ func TestProbeCacheDamaged(t *testing.T) {
 	// stops root too): the pass goes on and selects the same.
 	blocker := filepath.Join(state, "blocker")
 	testtree.Write(t, blocker, "")
-	if got := selectCaches(t, &Backend{Root: root, Home: "home", CacheDir: filepath.Join(blocker, "cache")}); len(got) != 1 {
+	if got := selectCaches(t, &Backend{Root: root, Home: "home", ProbeDir: filepath.Join(blocker, "cache"), CacheDirs: cacheDirs}); len(got) != 1 {
 		t.Errorf("an unwritable cache folder changed the selection: %v", got)
 	}
 }
