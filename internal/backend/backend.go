@@ -142,6 +142,12 @@ type DeleteOptions struct {
 	// Discard moves a local folder into the trash (a rename); the backend
 	// must not delete files any other way.
 	Discard func(path string) error
+	// Step is the step this removal carries out: StepDelete, or
+	// StepArchive for retention. A provider that keeps a restorable copy of
+	// the whole runtime in its own cold storage (Daytona's archive) moves
+	// the runtime there for StepArchive instead of deleting it: nothing is
+	// lost, so no export is needed.
+	Step Step
 }
 
 // Deleter removes a runtime.
@@ -211,14 +217,52 @@ type Locker interface {
 
 // Lifecycle is a provider's own idle and expiry settings (zero: off).
 type Lifecycle struct {
+	// IdleSuspend suspends the runtime after this long without activity.
 	IdleSuspend time.Duration `json:"idle_suspend,omitzero"`
-	Archive     time.Duration `json:"archive,omitzero"`
-	Delete      time.Duration `json:"delete,omitzero"`
+	// Archive moves a suspended runtime to the provider's cold storage
+	// (files kept) this long after it was suspended.
+	Archive time.Duration `json:"archive,omitzero"`
+	// Delete removes a suspended runtime this long after it was
+	// suspended; Immediately means at the moment it is suspended.
+	Delete time.Duration `json:"delete,omitzero"`
+	// Deadline is an absolute timer (E2B's end of timeout): the provider
+	// acts at that moment whatever the activity, and DeadlineStep says
+	// what it does then (StepSuspend or StepDelete). Writing a Deadline
+	// moves the timer; its step is fixed when the runtime is created.
+	Deadline     time.Time `json:"deadline,omitzero"`
+	DeadlineStep Step      `json:"deadline_step,omitempty"`
+	// Can names the settings the provider lets reclaimer change for this
+	// runtime: TimerIdleSuspend, TimerArchive, TimerDelete, TimerDeadline
+	// and TimerTouch. Set on reads; ignored on writes. Empty: the settings
+	// can only be read (fixed at creation).
+	Can []string `json:"can,omitempty"`
 }
+
+// Immediately is a Lifecycle delay that acts at once (Daytona's
+// auto-delete interval 0: delete upon stopping).
+const Immediately = time.Duration(1)
+
+// Names of the native settings, in Lifecycle.Can.
+const (
+	TimerIdleSuspend = "idle_suspend"
+	TimerArchive     = "archive"
+	TimerDelete      = "delete"
+	TimerDeadline    = "deadline"
+	// TimerTouch: the provider's idle timer can be restarted by recording
+	// activity (LifecycleOptions.Touch).
+	TimerTouch = "touch"
+)
 
 // LifecycleOptions read or write native settings.
 type LifecycleOptions struct {
-	Set *Lifecycle // nil reads
+	// Set, when not nil, writes these settings: only those in the
+	// runtime's Can, and only those that differ from what the provider
+	// has; nil reads.
+	Set *Lifecycle
+	// Touch records activity with the provider now, so that its idle timer
+	// starts again (a lease or hold in the ledger protects the runtime).
+	// It never starts or resumes a suspended runtime.
+	Touch bool
 }
 
 // NativeLifecycle reads and writes a provider's own lifecycle settings.

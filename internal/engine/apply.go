@@ -300,7 +300,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err := e.markState(ctx, rt.Key, state, r.ArchiveID); err != nil {
 			return fail(fmt.Errorf("mark %s (nothing was removed): %w", state, err))
 		}
-		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard}); err != nil {
+		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard, Step: a.Step}); err != nil {
 			e.markState(ctx, rt.Key, rt.State, r.ArchiveID)
 			return fail(err)
 		}

@@ -1,0 +1,414 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+)
+
+// ErrUnavailable is a provider that did not answer usefully: 429 or 5xx
+// after every retry, a network failure, or a client cooling down after such
+// failures.
+var ErrUnavailable = errors.New("provider unavailable")
+
+// Defaults of Options.
+const (
+	DefaultRate        = 10.0
+	DefaultConcurrency = 8
+	DefaultRetries     = 4
+	DefaultTimeout     = 30 * time.Second
+	DefaultBackoff     = 250 * time.Millisecond
+	DefaultMaxBackoff  = 10 * time.Second
+	DefaultTrip        = 3
+	DefaultCooldown    = 30 * time.Second
+)
+
+// Auth puts a credential on a request.
+type Auth func(h http.Header)
+
+// BearerAuth sends "Authorization: Bearer <secret>".
+func BearerAuth(s Secret) Auth {
+	return func(h http.Header) { h.Set("Authorization", "Bearer "+s.Reveal()) }
+}
+
+// HeaderAuth sends the secret in header name (E2B's X-API-Key).
+func HeaderAuth(name string, s Secret) Auth {
+	return func(h http.Header) { h.Set(name, s.Reveal()) }
+}
+
+// Options configure a Client. Zero values take the defaults above.
+type Options struct {
+	// Endpoint is the API's base URL, e.g. "https://api.e2b.app".
+	Endpoint string
+	// Rate is the requests a second sent to this source (burst: the same
+	// number, at least 1).
+	Rate float64
+	// Concurrency bounds the requests in flight.
+	Concurrency int
+	// Retries is how many times one request is retried after 429, 5xx or
+	// a network error.
+	Retries int
+	// Timeout bounds each attempt.
+	Timeout time.Duration
+	// Backoff is the first retry's wait ceiling; each retry doubles it up to
+	// MaxBackoff, and the wait is drawn uniformly below it (full jitter).
+	Backoff, MaxBackoff time.Duration
+	// Trip failed requests in a row (after their retries) open the
+	// breaker for Cooldown: requests then fail at once with ErrUnavailable.
+	Trip     int
+	Cooldown time.Duration
+	Auth     Auth
+	// Secret is scrubbed from every provider message quoted in an error.
+	Secret Secret
+	// HTTP is the transport; default a client without its own timeout.
+	HTTP *http.Client
+	// Now is the clock of the breaker; default time.Now.
+	Now func() time.Time
+}
+
+// Client sends requests to one provider endpoint within its limits.
+type Client struct {
+	opts    Options
+	base    *url.URL
+	limiter *rate.Limiter
+	slots   chan struct{}
+
+	sent atomic.Int64 // attempts that reached the network
+
+	mu        sync.Mutex
+	failures  int       // requests failed in a row
+	openUntil time.Time // breaker open until then
+}
+
+// New checks opts and returns a Client.
+func New(opts Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(opts.Endpoint, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("new client: endpoint %q is not an http(s) URL", opts.Endpoint)
+	}
+	if u.User != nil {
+		return nil, errors.New("new client: the endpoint must not hold credentials; use the key settings")
+	}
+	if opts.Rate < 0 || opts.Concurrency < 0 || opts.Retries < 0 {
+		return nil, errors.New("new client: negative rate, concurrency or retries")
+	}
+	if opts.Rate == 0 {
+		opts.Rate = DefaultRate
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Retries == 0 {
+		opts.Retries = DefaultRetries
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.Trip == 0 {
+		opts.Trip = DefaultTrip
+	}
+	if opts.Cooldown == 0 {
+		opts.Cooldown = DefaultCooldown
+	}
+	if opts.HTTP == nil {
+		opts.HTTP = &http.Client{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	burst := max(1, int(opts.Rate))
+	return &Client{opts: opts, base: u, limiter: rate.NewLimiter(rate.Limit(opts.Rate), burst),
+		slots: make(chan struct{}, opts.Concurrency)}, nil
+}
+
+// Sent returns how many requests reached the network (retries included).
+func (c *Client) Sent() int64 { return c.sent.Load() }
+
+// Endpoint returns the base URL, for messages.
+func (c *Client) Endpoint() string { return c.base.String() }
+
+// Request is one call.
+type Request struct {
+	Method string
+	// Path is appended to the endpoint's path; its segments must already be
+	// escaped (use url.PathEscape for IDs).
+	Path  string
+	Query url.Values
+	// Body, when not nil, is sent as JSON.
+	Body any
+}
+
+// StatusError is an answer outside 2xx.
+type StatusError struct {
+	Method, Path string
+	Status       int
+	// Message is the provider's text, shortened and scrubbed of the secret.
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, msg)
+}
+
+// Unwrap maps the status to a category.
+func (e *StatusError) Unwrap() error {
+	switch {
+	case e.Status == http.StatusNotFound || e.Status == http.StatusGone:
+		return backend.ErrNotFound
+	case e.Status == http.StatusConflict:
+		return backend.ErrConflict
+	case e.Status == http.StatusTooManyRequests || e.Status >= 500:
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// Do sends r and decodes a JSON answer into out (when not nil). It returns
+// the answer's headers (pagination cursors travel there).
+func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error) {
+	if err := c.breaker(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	}
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = json.Marshal(r.Body); err != nil {
+			return nil, fmt.Errorf("%s %s: encode body: %w", r.Method, r.Path, err)
+		}
+	}
+	u := *c.base
+	u.Path = c.base.Path + r.Path
+	u.RawPath = c.base.EscapedPath() + r.Path
+	u.RawQuery = r.Query.Encode()
+
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		h, retryAfter, err := c.attempt(ctx, r, u.String(), body, out)
+		if err == nil {
+			c.record(true)
+			return h, nil
+		}
+		lastErr = err
+		if !retryable(err) || attempt >= c.opts.Retries || ctx.Err() != nil {
+			break
+		}
+		if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
+			break
+		}
+	}
+	if retryable(lastErr) {
+		c.record(false)
+	}
+	return nil, lastErr
+}
+
+func retryable(err error) bool {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status == http.StatusTooManyRequests || se.Status >= 500
+	}
+	return errors.Is(err, ErrUnavailable)
+}
+
+// attempt sends the request once within the rate and concurrency limits.
+func (c *Client) attempt(ctx context.Context, r Request, u string, body []byte, out any) (http.Header, time.Duration, error) {
+	if err := c.limiter.Wait(ctx); err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	}
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, ctx.Err())
+	}
+	defer func() { <-c.slots }()
+
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, r.Method, u, rd)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "reclaimer")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.opts.Auth != nil {
+		c.opts.Auth(req.Header)
+	}
+	c.sent.Add(1)
+	resp, err := c.opts.HTTP.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, ctx.Err())
+		}
+		// The URL holds no credential (New refuses one), so the transport's
+		// message may be quoted.
+		return nil, 0, fmt.Errorf("%s %s: %w: %s", r.Method, r.Path, ErrUnavailable, c.scrub(err.Error()))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s: %w: read answer: %s", r.Method, r.Path, ErrUnavailable, c.scrub(err.Error()))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, retryAfter(resp.Header.Get("Retry-After"), c.opts.Now()),
+			&StatusError{Method: r.Method, Path: r.Path, Status: resp.StatusCode, Message: c.message(data)}
+	}
+	if out != nil && len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, 0, fmt.Errorf("%s %s: decode answer: %w", r.Method, r.Path, err)
+		}
+	}
+	return resp.Header, 0, nil
+}
+
+// message extracts a short provider message from an error body.
+func (c *Client) message(data []byte) string {
+	var e struct {
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(data, &e) == nil {
+		msg = strings.TrimSpace(e.Message + " " + e.Error)
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(data))
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return c.scrub(msg)
+}
+
+func (c *Client) scrub(s string) string {
+	if v := c.opts.Secret.Reveal(); len(v) >= 4 {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// backoff is the wait before retry attempt+1.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, 2*c.opts.MaxBackoff)
+	}
+	ceiling := c.opts.Backoff << min(attempt, 20)
+	if ceiling <= 0 || ceiling > c.opts.MaxBackoff {
+		ceiling = c.opts.MaxBackoff
+	}
+	return rand.N(ceiling) + 1
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// breaker fails at once while the provider is cooling down.
+func (c *Client) breaker() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.opts.Now(); now.Before(c.openUntil) {
+		return fmt.Errorf("%w: %d requests failed in a row; not calling it again before %s",
+			ErrUnavailable, c.failures, c.openUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (c *Client) record(ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		c.failures = 0
+		return
+	}
+	c.failures++
+	if c.failures >= c.opts.Trip {
+		c.openUntil = c.opts.Now().Add(c.opts.Cooldown)
+	}
+}
+
+// Pages fetches every page: fetch gets the cursor of the page to fetch (""
+// for the first) and returns its items and the next cursor ("" at the end).
+// A cursor seen twice is an error rather than an endless loop.
+func Pages[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		items, next, err := fetch(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("list: the provider returned cursor %q twice", next)
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+// MatchLabels tells whether labels hold every key and value of selector.
+func MatchLabels(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
