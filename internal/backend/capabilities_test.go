@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/daytona"
+	"github.com/reclaimer/reclaimer/internal/backend/e2b"
+	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 )
@@ -19,6 +22,9 @@ func (w wrapped) Unwrap() backend.Backend { return w.inner }
 // one is a decision, not an accident.
 func TestCapabilities(t *testing.T) {
 	local := []string{"Lister", "Deleter", "FileReclaimer", "Exporter", "Restorer"}
+	// Remote sandboxes: no files of their own here, no export (a Daytona
+	// archive is the provider's cold storage, reached through Deleter).
+	remote := []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}
 	for _, tc := range []struct {
 		b    backend.Backend
 		want []string
@@ -27,6 +33,10 @@ func TestCapabilities(t *testing.T) {
 		{&worktree.Backend{}, local},
 		{wrapped{&rundir.Backend{}}, local},
 		{wrapped{wrapped{&worktree.Backend{}}}, local},
+		{&e2b.Backend{}, remote},
+		{&daytona.Backend{}, remote},
+		{&httpbackend.Backend{}, remote},
+		{wrapped{&daytona.Backend{}}, remote},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
 			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)

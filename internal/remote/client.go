@@ -34,6 +34,7 @@ const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultBackoff     = 250 * time.Millisecond
 	DefaultMaxBackoff  = 10 * time.Second
+	DefaultRetryAfter  = time.Minute
 	DefaultTrip        = 3
 	DefaultCooldown    = 30 * time.Second
 )
@@ -68,6 +69,10 @@ type Options struct {
 	// Backoff is the first retry's wait ceiling; each retry doubles it up to
 	// MaxBackoff, and the wait is drawn uniformly below it (full jitter).
 	Backoff, MaxBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After honoured; a provider asking
+	// for more fails the request at once (it is reported, and the next
+	// pass tries again).
+	MaxRetryAfter time.Duration
 	// Trip failed requests in a row (after their retries) open the
 	// breaker for Cooldown: requests then fail at once with ErrUnavailable.
 	Trip     int
@@ -124,6 +129,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.MaxRetryAfter == 0 {
+		opts.MaxRetryAfter = DefaultRetryAfter
 	}
 	if opts.Trip == 0 {
 		opts.Trip = DefaultTrip
@@ -215,6 +223,11 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error
 		}
 		lastErr = err
 		if !retryable(err) || attempt >= c.opts.Retries || ctx.Err() != nil {
+			break
+		}
+		if retryAfter > c.opts.MaxRetryAfter {
+			// Waiting that long would hold up the pass; report instead.
+			lastErr = fmt.Errorf("%w (the provider asks to wait %s)", lastErr, retryAfter)
 			break
 		}
 		if err := sleep(ctx, c.backoff(attempt, retryAfter)); err != nil {
@@ -321,7 +334,7 @@ func (c *Client) scrub(s string) string {
 // backoff is the wait before retry attempt+1.
 func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
-		return min(retryAfter, 2*c.opts.MaxBackoff)
+		return retryAfter
 	}
 	ceiling := c.opts.Backoff << min(attempt, 20)
 	if ceiling <= 0 || ceiling > c.opts.MaxBackoff {

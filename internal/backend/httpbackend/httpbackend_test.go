@@ -1,0 +1,161 @@
+package httpbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/remote"
+	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+)
+
+const token = "orchestrator-token-0123"
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+var selector = map[string]string{"pool": "agents"}
+
+var allOps = []string{"suspend", "delete", "archive", "lifecycle", "lifecycle_write", "touch"}
+
+type env struct {
+	f     *fakes.HTTPServer
+	clock *fakes.Clock
+	b     *httpbackend.Backend
+	eng   *engine.Engine
+	store ledger.Store
+}
+
+func setup(t *testing.T, set policy.Settings, ops ...string) *env {
+	t.Helper()
+	clock := fakes.NewClock(t0)
+	f := fakes.NewHTTPServer(t, token, clock.Now, ops...)
+	b := &httpbackend.Backend{Client: fakes.Client(t, f.URL, remote.BearerAuth(remote.NewSecret(token))), Labels: selector}
+	eng, store := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: b, Settings: set})
+	return &env{f, clock, b, eng, store}
+}
+
+func (e *env) add(id, state string, last time.Time) {
+	e.f.Add(fakes.HTTPRuntime{ID: id, State: state, LastActivity: last, CreatedAt: last.Add(-time.Hour), Labels: selector})
+}
+
+func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) {
+	t.Helper()
+	ctx := context.Background()
+	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, res
+}
+
+func outcome(res *plan.Applied, id string) plan.Result {
+	for _, r := range res.Results {
+		if r.Runtime == id {
+			return r
+		}
+	}
+	return plan.Result{}
+}
+
+func TestIdleSuspendedStaleArchivedAfterNotice(t *testing.T) {
+	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute, Retention: 7 * 24 * time.Hour, Grace: time.Hour}, allOps...)
+	e.add("idle", "running", t0.Add(-time.Hour))
+	e.add("stale", "suspended", t0.Add(-8*24*time.Hour))
+	e.add("fresh", "running", t0.Add(-time.Minute))
+	e.f.Add(fakes.HTTPRuntime{ID: "foreign", State: "running", LastActivity: t0.Add(-time.Hour), Labels: map[string]string{"pool": "other"}})
+	p, res := e.pass(t)
+	if len(p.Actions) != 1 || outcome(res, "idle").Outcome != plan.Done || len(p.Scheduled) != 1 {
+		t.Fatalf("plan %+v scheduled %+v", p.Actions, p.Scheduled)
+	}
+	if r, _ := e.f.Get("fresh"); r.State != "running" {
+		t.Fatalf("fresh: %s", r.State)
+	}
+	e.clock.Advance(2 * time.Hour)
+	if _, res := e.pass(t); outcome(res, "stale").Outcome != plan.Done {
+		t.Fatalf("%+v", res.Results)
+	}
+	for id, want := range map[string]string{"idle": "suspended", "stale": "archived", "fresh": "suspended", "foreign": "running"} {
+		if r, _ := e.f.Get(id); r.State != want {
+			t.Errorf("%s: %s, want %s", id, r.State, want)
+		}
+	}
+}
+
+func TestUnadvertisedOperationsAreNeverCalled(t *testing.T) {
+	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute}) // list only
+	e.add("idle", "running", t0.Add(-time.Hour))
+	ctx := context.Background()
+	rt := backend.Runtime{Key: backend.Key{Backend: "http", ID: "idle"}}
+	if err := e.b.Suspend(ctx, rt, backend.SuspendOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("suspend: %v", err)
+	}
+	if _, err := e.b.Lifecycle(ctx, rt, backend.LifecycleOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("lifecycle: %v", err)
+	}
+	// The fake fails the test on any unadvertised call.
+	if r, _ := e.f.Get("idle"); r.State != "running" {
+		t.Fatal(r.State)
+	}
+}
+
+func TestHeldUntouchedAndOutageReported(t *testing.T) {
+	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute}, allOps...)
+	e.add("held", "running", t0.Add(-time.Hour))
+	ctx := context.Background()
+	if _, err := e.store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Backend: "http", ID: "held"}, Holder: "x", TTL: time.Hour, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	e.f.Fail(http.StatusTooManyRequests, 2)
+	e.f.Fail(http.StatusInternalServerError, 2)
+	if p, _ := e.pass(t); len(p.Actions) != 0 {
+		t.Fatalf("%+v", p.Actions)
+	}
+	e.f.Fail(http.StatusServiceUnavailable, 100)
+	p, _, err := e.eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil || len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") {
+		t.Fatalf("%v %+v", err, p.Skipped)
+	}
+}
+
+func TestGoneBetweenPlanAndApply(t *testing.T) {
+	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute}, allOps...)
+	e.add("idle", "running", t0.Add(-time.Hour))
+	ctx := context.Background()
+	p, _, err := e.eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil || len(p.Actions) != 1 {
+		t.Fatal(err, p)
+	}
+	e.f.Remove("idle")
+	res, _ := e.eng.Apply(ctx, p, engine.ApplyOptions{})
+	if r := outcome(res, "idle"); r.Outcome != plan.Skip || !strings.HasPrefix(r.Reason, "changed since plan") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestPaginationOver1000(t *testing.T) {
+	e := setup(t, policy.Settings{}, allOps...)
+	for i := range 2500 {
+		e.add(fmt.Sprintf("rt-%04d", i), "running", t0)
+	}
+	rts, err := e.b.List(context.Background(), backend.ListOptions{})
+	if err != nil || len(rts) != 2500 {
+		t.Fatalf("%d %v", len(rts), err)
+	}
+	if n := e.f.Calls("GET /runtimes"); n != 3 {
+		t.Errorf("%d pages", n)
+	}
+}
