@@ -30,6 +30,12 @@ type Config struct {
 	// folder is a runtime.
 	Dirs []DirSource `toml:"dirs"`
 
+	// E2B, Daytona and HTTP are the remote sources: [[e2b]], [[daytona]]
+	// and [[http]] (see remote.go).
+	E2B     []E2BSource     `toml:"e2b"`
+	Daytona []DaytonaSource `toml:"daytona"`
+	HTTP    []HTTPSource    `toml:"http"`
+
 	name  string         // file name in messages
 	lines map[string]int // key (as in Error.Key) → line, from Parse
 }
@@ -179,6 +185,15 @@ func (c *Config) resolve() {
 	for i := range c.Dirs {
 		c.Dirs[i].Root = expandHome(c.Dirs[i].Root)
 	}
+	for i := range c.E2B {
+		c.E2B[i].APIKeyFile = expandHome(c.E2B[i].APIKeyFile)
+	}
+	for i := range c.Daytona {
+		c.Daytona[i].APIKeyFile = expandHome(c.Daytona[i].APIKeyFile)
+	}
+	for i := range c.HTTP {
+		c.HTTP[i].TokenFile = expandHome(c.HTTP[i].TokenFile)
+	}
 	if c.Ledger.Path == "" || c.Archive.Dir == "" {
 		if dir, err := StateDir(); err == nil {
 			if c.Ledger.Path == "" {
@@ -216,6 +231,15 @@ func (c *Config) sources() []keyedSource {
 	}
 	for i := range c.Dirs {
 		out = append(out, keyedSource{fmt.Sprintf("dirs[%d]", i), &c.Dirs[i]})
+	}
+	for i := range c.E2B {
+		out = append(out, keyedSource{fmt.Sprintf("e2b[%d]", i), &c.E2B[i]})
+	}
+	for i := range c.Daytona {
+		out = append(out, keyedSource{fmt.Sprintf("daytona[%d]", i), &c.Daytona[i]})
+	}
+	for i := range c.HTTP {
+		out = append(out, keyedSource{fmt.Sprintf("http[%d]", i), &c.HTTP[i]})
 	}
 	return out
 }

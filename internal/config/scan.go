@@ -164,6 +164,8 @@ func (s *scanner) header(e *unstable.Node) (keyPath, bool) {
 	switch k, ok := s.schema.kinds[path.norm()]; {
 	case !ok:
 		return path, !s.reportUnknown(path, line, e.Kind)
+	case k == kindStringMap:
+		return path, true // its keys are free; value checks each is a string
 	case k == kindTables:
 		s.add(path, line, "is an array of tables: write [[%s]] for each entry", path)
 		return path, false
@@ -189,6 +191,11 @@ func (s *scanner) key(table keyPath, e *unstable.Node) (keyPath, int) {
 // value checks the value v of key path against the schema.
 func (s *scanner) value(path keyPath, line int, v *unstable.Node) {
 	k, ok := s.schema.kinds[path.norm()]
+	if !ok && len(path) > 1 && s.schema.kinds[path[:len(path)-1].norm()] == kindStringMap {
+		// A key of a table of strings (metadata, labels): any name.
+		s.wantKind(path, line, kindString, v, unstable.String)
+		return
+	}
 	if !ok {
 		s.reportUnknown(path, line, unstable.Invalid)
 		return
@@ -228,6 +235,16 @@ func (s *scanner) value(path keyPath, line int, v *unstable.Node) {
 		s.wantKind(path, line, k, v, unstable.Bool)
 	case kindInt:
 		s.wantKind(path, line, k, v, unstable.Integer)
+	case kindFloat:
+		if v.Kind != unstable.Integer && v.Kind != unstable.Float {
+			s.wrongType(path, line, k, v)
+		}
+	case kindStringMap:
+		if v.Kind != unstable.InlineTable {
+			s.wrongType(path, line, k, v)
+			return
+		}
+		s.inlineTable(path, v)
 	case kindDuration:
 		if !s.wantKind(path, line, k, v, unstable.String) {
 			return

@@ -11,7 +11,8 @@ import (
 
 // The schema is derived from the struct tags of Config, so that a section
 // added to Config is known to Parse without further work. Field types it
-// knows: string, bool, int*, Duration, Fraction, []string, structs (tables),
+// knows: string, bool, int*, float64, map[string]string (a table of any
+// keys whose values are strings), Duration, Fraction, []string, structs (tables),
 // []struct (arrays of tables), and pointers to these. Any other type panics
 // on first use, which every test of this package catches.
 
@@ -27,6 +28,8 @@ const (
 	kindFraction
 	kindBool
 	kindInt
+	kindFloat
+	kindStringMap
 )
 
 // want describes what a key of this kind takes, for messages.
@@ -48,6 +51,10 @@ func (k valueKind) want() string {
 		return "true or false"
 	case kindInt:
 		return "an integer"
+	case kindFloat:
+		return "a number"
+	case kindStringMap:
+		return `a table of strings such as { key = "value" }`
 	}
 	return "nothing"
 }
@@ -107,6 +114,10 @@ func (s *schemaInfo) add(path keyPath, t reflect.Type) {
 		s.kinds[key] = kindBool
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		s.kinds[key] = kindInt
+	case t.Kind() == reflect.Float64:
+		s.kinds[key] = kindFloat
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		s.kinds[key] = kindStringMap
 	case t.Kind() == reflect.Struct:
 		s.kinds[key] = kindTable
 		s.addStruct(path, t)

@@ -24,7 +24,11 @@ import (
 //   - fractions lie in (0, 1), disk_low is below disk_high (in [policy] and
 //     in the effective policy of every source that sets either), and
 //     disk_low is not set without disk_high;
-//   - durations are not negative.
+//   - durations are not negative;
+//   - remote sources ([[e2b]], [[daytona]], [[http]]): endpoints are
+//     http(s) URLs without credentials (plain http only to loopback), a
+//     credential variable or file but not both, rate in (0, 1000], and a
+//     non-empty metadata or label selector for e2b and daytona.
 //
 // The overlap checks compare paths as written: they do not resolve symbolic
 // links.
@@ -64,6 +68,7 @@ func (c *Config) Validate() error {
 		}
 		v.policy(key, d.PolicyOverrides, d)
 	}
+	v.remote(c)
 	v.overlaps()
 	return joinErrors(v.errs)
 }
