@@ -50,6 +50,8 @@ commands:
   log [--json] [--runtime ID] [--limit N]   the journal of actions
   size [--json] PATH...              measure trees as reclaimer deletes them
   usage [--json] PATH...             how full each path's filesystem is
+  native plan [--json]               remote sandboxes: provider timers now, what the policy wants, the drift
+  native sync [--json]               write the policy into the providers' timers where they allow it
   version
 
 Without --config, plan and apply accept --repo PATH (a repository's linked
@@ -111,6 +113,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = c.size(ctx, rest)
 	case "usage":
 		err = c.usage(rest)
+	case "native":
+		err = c.nativeCmd(ctx, rest)
 	default:
 		fmt.Fprintf(env.Stderr, "reclaimer: unknown command %q\n\n%s", name, usage)
 		return ExitUsage

@@ -33,7 +33,11 @@ func buildSources(cfg *config.Config) ([]engine.Source, error) {
 			Settings: settings(cfg.PolicyFor(d)),
 		})
 	}
-	return out, nil
+	remotes, err := remoteSources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, remotes...), nil
 }
 
 func settings(p config.Policy) policy.Settings {

@@ -80,6 +80,10 @@ type Options struct {
 	Auth     Auth
 	// Secret is scrubbed from every provider message quoted in an error.
 	Secret Secret
+	// CredentialErr, when set, says why the credential could not be read:
+	// every request fails with it. A source without its credential then
+	// fails alone, reported, instead of stopping every other source.
+	CredentialErr error
 	// HTTP is the transport; default a client without its own timeout.
 	HTTP *http.Client
 	// Now is the clock of the breaker; default time.Now.
@@ -199,6 +203,9 @@ func (e *StatusError) Unwrap() error {
 // Do sends r and decodes a JSON answer into out (when not nil). It returns
 // the answer's headers (pagination cursors travel there).
 func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error) {
+	if c.opts.CredentialErr != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, c.opts.CredentialErr)
+	}
 	if err := c.breaker(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
