@@ -105,6 +105,10 @@ type Runtime struct {
 	// Fingerprint changes whenever what an action relies on changes (paths,
 	// HEAD, last activity); apply compares it with the plan's.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Native, when the listing already carried the provider's own timers
+	// (Daytona's list does), is what NativeLifecycle would read; nil
+	// otherwise. It saves one request a runtime on every pass.
+	Native *Lifecycle `json:"native,omitempty"`
 }
 
 // Backend is any backend; its roles are discovered with As.
@@ -263,6 +267,9 @@ type LifecycleOptions struct {
 	// starts again (a lease or hold in the ledger protects the runtime).
 	// It never starts or resumes a suspended runtime.
 	Touch bool
+	// Current, when set, is what the caller read already (a listing's
+	// Runtime.Native): the backend does not read the settings again.
+	Current *Lifecycle
 }
 
 // NativeLifecycle reads and writes a provider's own lifecycle settings.

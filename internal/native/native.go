@@ -230,7 +230,13 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 // one reads, compares and (when write) syncs one runtime.
 func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt backend.Runtime, row *Row, f facts, now time.Time, write bool) {
 	k := ledger.Key{Backend: rt.Backend, ID: rt.ID}
-	cur, err := nl.Lifecycle(ctx, rt, backend.LifecycleOptions{})
+	var cur backend.Lifecycle
+	var err error
+	if rt.Native != nil {
+		cur = *rt.Native // the listing carried the timers
+	} else {
+		cur, err = nl.Lifecycle(ctx, rt, backend.LifecycleOptions{})
+	}
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
 			row.Notes = append(row.Notes, "no native settings: the loop covers it")
@@ -280,7 +286,8 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 	if !write || (changes == 0 && !t.Touch) {
 		return
 	}
-	opts := backend.LifecycleOptions{Touch: t.Touch}
+	read := cur // what was read just now: the backend need not read it again
+	opts := backend.LifecycleOptions{Touch: t.Touch, Current: &read}
 	if changes > 0 {
 		opts.Set = &set
 	}

@@ -68,9 +68,10 @@ func state(s string) backend.State {
 }
 
 func (s sandbox) runtime() backend.Runtime {
+	native := lifecycleOf(s)
 	return backend.Runtime{Key: backend.Key{Backend: Name, ID: s.ID}, State: state(s.State),
 		LastActivity: parseTime(s.LastActivityAt), CreatedAt: parseTime(s.CreatedAt), Labels: maps.Clone(s.Labels),
-		Fingerprint: s.State + "@" + s.LastActivityAt}
+		Fingerprint: s.State + "@" + s.LastActivityAt, Native: &native}
 }
 
 // List lists the matching sandboxes.
@@ -216,14 +217,19 @@ func toMinutes(d time.Duration) int64 {
 // Lifecycle reads the intervals, writes those of opts.Set that differ, and
 // records activity when opts.Touch is set.
 func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
-	s, err := b.get(ctx, rt.ID)
-	if err != nil {
-		return backend.Lifecycle{}, err
+	var cur backend.Lifecycle
+	if opts.Current != nil {
+		cur = *opts.Current // from a listing, which applied the selector
+	} else {
+		s, err := b.get(ctx, rt.ID)
+		if err != nil {
+			return backend.Lifecycle{}, err
+		}
+		if !remote.MatchLabels(s.Labels, b.Labels) {
+			return backend.Lifecycle{}, fmt.Errorf("daytona sandbox %s is outside the label selector: %w", rt.ID, backend.ErrNotFound)
+		}
+		cur = lifecycleOf(s)
 	}
-	if !remote.MatchLabels(s.Labels, b.Labels) {
-		return backend.Lifecycle{}, fmt.Errorf("daytona sandbox %s is outside the label selector: %w", rt.ID, backend.ErrNotFound)
-	}
-	cur := lifecycleOf(s)
 	if opts.Touch {
 		if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: sandboxPath(rt.ID) + "/last-activity",
 			Body: map[string]string{"activityType": "reclaimer-lease"}}, nil); err != nil {

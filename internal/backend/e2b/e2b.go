@@ -32,6 +32,11 @@ type Backend struct {
 	Metadata map[string]string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+
+	// onTimeout remembers, per sandbox, what E2B does at its timeout
+	// (fixed at creation), so that later listings carry the timers
+	// (Runtime.Native) without a request per sandbox.
+	onTimeout sync.Map // id → backend.Step
 }
 
 // Name returns "e2b".
@@ -55,6 +60,28 @@ type sandbox struct {
 	Lifecycle *struct {
 		OnTimeout string `json:"onTimeout"`
 	} `json:"lifecycle"`
+}
+
+// timeoutStep says what E2B does at the timeout. A sandbox that does not
+// say is taken as killed: its deadline is then only ever extended.
+func (s sandbox) timeoutStep() backend.Step {
+	if s.Lifecycle != nil && s.Lifecycle.OnTimeout == "pause" {
+		return backend.StepSuspend
+	}
+	return backend.StepDelete
+}
+
+// native returns the timers of a listed sandbox when its timeout step is
+// known, nil otherwise.
+func (b *Backend) native(s sandbox) *backend.Lifecycle {
+	if s.State != "running" {
+		return &backend.Lifecycle{} // a paused sandbox's timer does not run
+	}
+	step, ok := b.onTimeout.Load(s.SandboxID)
+	if !ok {
+		return nil
+	}
+	return &backend.Lifecycle{Deadline: s.EndAt.UTC(), DeadlineStep: step.(backend.Step), Can: []string{backend.TimerDeadline}}
 }
 
 func (s sandbox) runtime() backend.Runtime {
@@ -119,7 +146,9 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 			continue
 		}
 		seen[s.SandboxID] = true
-		out = append(out, s.runtime())
+		rt := s.runtime()
+		rt.Native = b.native(s)
+		out = append(out, rt)
 	}
 	return out, nil
 }
@@ -162,6 +191,7 @@ func (b *Backend) get(ctx context.Context, id string) (sandbox, error) {
 	if err != nil {
 		return sandbox{}, fmt.Errorf("get e2b sandbox %s: %w", id, err)
 	}
+	b.onTimeout.Store(s.SandboxID, s.timeoutStep())
 	return s, nil
 }
 
@@ -195,26 +225,28 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 // suspend for auto-pause or delete for kill) or moves it. Only a running
 // sandbox has a timer that runs; a paused one reports none.
 func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
-	s, err := b.get(ctx, rt.ID)
-	if err != nil {
-		return backend.Lifecycle{}, err
-	}
-	if !remote.MatchLabels(s.Metadata, b.Metadata) {
-		return backend.Lifecycle{}, fmt.Errorf("e2b sandbox %s is outside the metadata selector: %w", rt.ID, backend.ErrNotFound)
-	}
-	cur := backend.Lifecycle{}
-	if s.State == "running" {
-		cur.Deadline, cur.DeadlineStep = s.EndAt.UTC(), backend.StepSuspend
-		if s.Lifecycle != nil && s.Lifecycle.OnTimeout == "kill" {
-			cur.DeadlineStep = backend.StepDelete
+	var cur backend.Lifecycle
+	running := false
+	if opts.Current != nil {
+		// From a listing, which applied the selector.
+		cur, running = *opts.Current, !opts.Current.Deadline.IsZero()
+	} else {
+		s, err := b.get(ctx, rt.ID)
+		if err != nil {
+			return backend.Lifecycle{}, err
 		}
-		cur.Can = []string{backend.TimerDeadline}
+		if !remote.MatchLabels(s.Metadata, b.Metadata) {
+			return backend.Lifecycle{}, fmt.Errorf("e2b sandbox %s is outside the metadata selector: %w", rt.ID, backend.ErrNotFound)
+		}
+		if running = s.State == "running"; running {
+			cur = backend.Lifecycle{Deadline: s.EndAt.UTC(), DeadlineStep: s.timeoutStep(), Can: []string{backend.TimerDeadline}}
+		}
 	}
 	if opts.Set == nil || opts.Set.Deadline.IsZero() || opts.Set.Deadline.Equal(cur.Deadline) {
 		return cur, nil
 	}
-	if s.State != "running" {
-		return cur, fmt.Errorf("set timeout of e2b sandbox %s: it is %s; its timer runs only while it runs: %w", rt.ID, s.State, errors.ErrUnsupported)
+	if !running {
+		return cur, fmt.Errorf("set timeout of e2b sandbox %s: it is paused; its timer runs only while it runs: %w", rt.ID, errors.ErrUnsupported)
 	}
 	if cur.DeadlineStep == backend.StepDelete && opts.Set.Deadline.Before(cur.Deadline) {
 		return cur, fmt.Errorf("set timeout of e2b sandbox %s: E2B kills it at its timeout; an earlier one would delete it sooner without an archive: %w",
@@ -226,7 +258,7 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	}
 	d = min(d, MaxTimeout)
 	secs := int64((d + time.Second - 1) / time.Second)
-	_, err = b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: "/sandboxes/" + url.PathEscape(rt.ID) + "/timeout",
+	_, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: "/sandboxes/" + url.PathEscape(rt.ID) + "/timeout",
 		Body: map[string]int64{"timeout": secs}}, nil)
 	if err != nil {
 		return cur, fmt.Errorf("set timeout of e2b sandbox %s: %w", rt.ID, err)

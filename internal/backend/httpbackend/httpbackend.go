@@ -286,11 +286,16 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 		return backend.Lifecycle{}, err
 	}
 	ops, _ := b.Capabilities(ctx)
-	var doc lifecycleDoc
-	if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodGet, Path: runtimePath(rt.ID) + "/lifecycle"}, &doc); err != nil {
-		return backend.Lifecycle{}, fmt.Errorf("read timers of %s: %w", rt.ID, err)
+	var cur backend.Lifecycle
+	if opts.Current != nil {
+		cur = *opts.Current
+	} else {
+		var doc lifecycleDoc
+		if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodGet, Path: runtimePath(rt.ID) + "/lifecycle"}, &doc); err != nil {
+			return backend.Lifecycle{}, fmt.Errorf("read timers of %s: %w", rt.ID, err)
+		}
+		cur = doc.lifecycle(ops[OpLifecycleWrite], ops[OpTouch])
 	}
-	cur := doc.lifecycle(ops[OpLifecycleWrite], ops[OpTouch])
 	if opts.Touch {
 		if err := b.need(ctx, OpTouch, "record activity of "+rt.ID); err != nil {
 			return cur, err
