@@ -35,7 +35,9 @@ func TestCapabilities(t *testing.T) {
 		{wrapped{wrapped{&worktree.Backend{}}}, local},
 		{&e2b.Backend{}, remote},
 		{&daytona.Backend{}, remote},
-		{&httpbackend.Backend{}, remote},
+		{httpbackend.With(&httpbackend.Backend{}, map[string]bool{"suspend": true, "delete": true, "lifecycle": true}), remote},
+		{httpbackend.With(&httpbackend.Backend{}, nil), []string{"Lister"}},
+		{httpbackend.With(&httpbackend.Backend{}, map[string]bool{"delete": true}), []string{"Lister", "Deleter"}},
 		{wrapped{&daytona.Backend{}}, remote},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/reclaimer/reclaimer/internal/backend/daytona"
@@ -43,7 +44,10 @@ func remoteSources(cfg *config.Config) ([]engine.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		out = append(out, engine.Source{Name: name, Backend: &httpbackend.Backend{Client: c, Labels: s.Labels}, Settings: settings(cfg.PolicyFor(s))})
+		// The server's capabilities decide the roles; a server that cannot
+		// be reached now gets every role, each checking again when used.
+		b, _ := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: c, Labels: s.Labels})
+		out = append(out, engine.Source{Name: name, Backend: b, Settings: settings(cfg.PolicyFor(s))})
 	}
 	return out, nil
 }

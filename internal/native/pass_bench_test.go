@@ -63,7 +63,11 @@ func httpProvider(b *testing.B, clock *fakes.Clock) provider {
 		f.Add(fakes.HTTPRuntime{ID: fmt.Sprintf("rt-%04d", i), State: "running", LastActivity: last, CreatedAt: t0.Add(-3 * time.Hour), Labels: sel})
 	}
 	c := fakes.Client(b, f.URL, remote.BearerAuth(remote.NewSecret("k")))
-	return provider{&httpbackend.Backend{Client: c, Labels: sel}, c}
+	opened, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: c, Labels: sel})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return provider{opened, c}
 }
 
 // BenchmarkPass1000 measures one whole pass over 1,000 sandboxes of one

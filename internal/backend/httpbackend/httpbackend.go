@@ -197,8 +197,8 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	return out, nil
 }
 
-// Suspend asks the server to suspend the runtime.
-func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, opts backend.SuspendOptions) error {
+// suspend asks the server to suspend the runtime.
+func (b *Backend) suspend(ctx context.Context, rt backend.Runtime, opts backend.SuspendOptions) error {
 	if err := b.need(ctx, OpSuspend, "suspend "+rt.ID); err != nil {
 		return err
 	}
@@ -212,9 +212,9 @@ func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, opts backend.
 	return nil
 }
 
-// Delete removes the runtime; for StepArchive on a server that supports
+// remove removes the runtime; for StepArchive on a server that supports
 // it, the server archives it to its own storage instead.
-func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
+func (b *Backend) remove(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
 	if err := b.need(ctx, OpDelete, "delete "+rt.ID); err != nil {
 		return err
 	}
@@ -279,9 +279,9 @@ func secondsOf(d time.Duration) *int64 {
 	return &v
 }
 
-// Lifecycle reads, writes and touches the runtime's native timers, as far as
-// the server advertises them.
-func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
+// lifecycle reads, writes and touches the runtime's native timers, as far
+// as the server advertises them.
+func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
 	if err := b.need(ctx, OpLifecycle, "read timers of "+rt.ID); err != nil {
 		return backend.Lifecycle{}, err
 	}
@@ -340,9 +340,6 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 }
 
 var (
-	_ backend.Backend         = (*Backend)(nil)
-	_ backend.Lister          = (*Backend)(nil)
-	_ backend.Suspender       = (*Backend)(nil)
-	_ backend.Deleter         = (*Backend)(nil)
-	_ backend.NativeLifecycle = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Lister  = (*Backend)(nil)
 )

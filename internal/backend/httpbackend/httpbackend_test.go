@@ -30,7 +30,7 @@ var allOps = []string{"suspend", "delete", "archive", "lifecycle", "lifecycle_wr
 type env struct {
 	f     *fakes.HTTPServer
 	clock *fakes.Clock
-	b     *httpbackend.Backend
+	b     backend.Backend
 	eng   *engine.Engine
 	store ledger.Store
 }
@@ -40,8 +40,12 @@ func setup(t *testing.T, set policy.Settings, ops ...string) *env {
 	clock := fakes.NewClock(t0)
 	f := fakes.NewHTTPServer(t, token, clock.Now, ops...)
 	b := &httpbackend.Backend{Client: fakes.Client(t, f.URL, remote.BearerAuth(remote.NewSecret(token))), Labels: selector}
-	eng, store := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: b, Settings: set})
-	return &env{f, clock, b, eng, store}
+	opened, err := httpbackend.Open(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, store := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: opened, Settings: set})
+	return &env{f, clock, opened, eng, store}
 }
 
 func (e *env) add(id, state string, last time.Time) {
@@ -96,19 +100,47 @@ func TestIdleSuspendedStaleArchivedAfterNotice(t *testing.T) {
 }
 
 func TestUnadvertisedOperationsAreNeverCalled(t *testing.T) {
-	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute}) // list only
+	e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute, Retention: time.Minute, Grace: 0}) // list only
 	e.add("idle", "running", t0.Add(-time.Hour))
-	ctx := context.Background()
-	rt := backend.Runtime{Key: backend.Key{Backend: "http", ID: "idle"}}
-	if err := e.b.Suspend(ctx, rt, backend.SuspendOptions{}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("suspend: %v", err)
+	e.add("stale", "suspended", t0.Add(-time.Hour))
+	if got := backend.Capabilities(e.b); len(got) != 1 || got[0] != "Lister" {
+		t.Fatalf("a list-only server gave roles %v", got)
 	}
-	if _, err := e.b.Lifecycle(ctx, rt, backend.LifecycleOptions{}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("lifecycle: %v", err)
+	// The policy knows the backend cannot act: nothing is planned, and the
+	// fake fails the test on any unadvertised call.
+	p, _ := e.pass(t)
+	if len(p.Actions) != 0 {
+		t.Fatalf("planned %+v", p.Actions)
 	}
-	// The fake fails the test on any unadvertised call.
 	if r, _ := e.f.Get("idle"); r.State != "running" {
 		t.Fatal(r.State)
+	}
+}
+
+func TestRolesFollowTheCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		ops  []string
+		want []string
+	}{
+		{[]string{"suspend"}, []string{"Lister", "Suspender"}},
+		{[]string{"delete", "touch"}, []string{"Lister", "Deleter"}},
+		{[]string{"lifecycle", "suspend"}, []string{"Lister", "Suspender", "NativeLifecycle"}},
+		{allOps, []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}},
+	} {
+		e := setup(t, policy.Settings{}, tc.ops...)
+		if got := backend.Capabilities(e.b); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%v: roles %v, want %v", tc.ops, got, tc.want)
+		}
+	}
+	// A server down at start: every role, each checking again when used.
+	b := &httpbackend.Backend{Client: fakes.Client(t, "http://127.0.0.1:1", remote.BearerAuth(remote.NewSecret(token)))}
+	opened, err := httpbackend.Open(context.Background(), b)
+	if err == nil || len(backend.Capabilities(opened)) != 4 {
+		t.Fatalf("%v %v", err, backend.Capabilities(opened))
+	}
+	s, _ := backend.As[backend.Suspender](opened)
+	if err := s.Suspend(context.Background(), backend.Runtime{Key: backend.Key{Backend: "http", ID: "x"}}, backend.SuspendOptions{}); errors.Is(err, errors.ErrUnsupported) || err == nil {
+		t.Fatalf("want the outage, got %v", err)
 	}
 }
 
@@ -151,7 +183,8 @@ func TestPaginationOver1000(t *testing.T) {
 	for i := range 2500 {
 		e.add(fmt.Sprintf("rt-%04d", i), "running", t0)
 	}
-	rts, err := e.b.List(context.Background(), backend.ListOptions{})
+	l, _ := backend.As[backend.Lister](e.b)
+	rts, err := l.List(context.Background(), backend.ListOptions{})
 	if err != nil || len(rts) != 2500 {
 		t.Fatalf("%d %v", len(rts), err)
 	}
