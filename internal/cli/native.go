@@ -66,7 +66,7 @@ func printNative(w io.Writer, rep *native.Report) {
 			notes = append(notes, "error: "+r.Error)
 		}
 		if len(notes) > 0 {
-			fmt.Fprintf(tw, "\t\t\t  %s\n", strings.Join(notes, "; "))
+			fmt.Fprintf(tw, "\t\t\t  note: %s\n", strings.Join(notes, "; "))
 		}
 	}
 	tw.Flush()

@@ -61,7 +61,9 @@ rate = 50
 	if !found {
 		t.Fatalf("native plan did not report the stricter auto-stop: %+v", np.Rows)
 	}
+	t.Log("\n" + runOK(t, "--config", cfg, "native", "plan"))
 	out := runOK(t, "--config", cfg, "native", "sync")
+	t.Log("\n" + out)
 	if !strings.Contains(out, "1 runtimes changed") && !strings.Contains(out, "2 runtimes changed") {
 		t.Fatalf("native sync:\n%s", out)
 	}

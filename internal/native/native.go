@@ -255,6 +255,10 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 	changes := 0
 	for _, name := range []string{backend.TimerIdleSuspend, backend.TimerArchive, backend.TimerDelete, backend.TimerDeadline} {
 		if !t.Has(name) {
+			// No opinion: still show what the provider enforces.
+			if slices.Contains(cur.Can, name) || Describe(name, cur) != Describe(name, backend.Lifecycle{}) {
+				row.Settings = append(row.Settings, Setting{Name: name, Provider: Describe(name, cur), Policy: "-"})
+			}
 			continue
 		}
 		s := Setting{Name: name, Provider: Describe(name, cur), Policy: Describe(name, row.Policy), Drift: Drift(name, cur, row.Policy)}
