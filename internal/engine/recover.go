@@ -40,7 +40,9 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			// removal if the runtime is still there.
 			if s := w.Find(k); s != nil && s.Runtime.State.Present() {
 				if d, ok := backend.As[backend.Deleter](s.Source.Backend); ok {
-					err := d.Delete(ctx, s.Runtime, backend.DeleteOptions{Discard: func(p string) error {
+					// The step matters: a provider's archive keeps what a
+					// delete would lose.
+					err := d.Delete(ctx, s.Runtime, backend.DeleteOptions{Step: step, Discard: func(p string) error {
 						_, err := e.discard(s.Runtime.Root, p)
 						return err
 					}})

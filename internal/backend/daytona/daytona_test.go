@@ -241,3 +241,27 @@ func TestLifecycleIntervalsAsTheSpecSays(t *testing.T) {
 		t.Fatalf("last activity %v", s.LastActivity)
 	}
 }
+
+// TestCrashMidArchiveFinishesAsArchive: a restart finishing an interrupted
+// retention must archive to cold storage, never delete.
+func TestCrashMidArchiveFinishesAsArchive(t *testing.T) {
+	e := setup(t, policy.Settings{Retention: 24 * time.Hour})
+	e.add("s", "stopped", t0.Add(-3*24*time.Hour), nil)
+	ctx := context.Background()
+	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
+		t.Fatal(err)
+	}
+	k := ledger.Key{Backend: "daytona", ID: "s"}
+	if _, err := e.store.AppendIntent(ctx, ledger.Intent{PlanID: "p1", Key: k, Step: string(backend.StepArchive), At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Update(ctx, k, func(r *ledger.RuntimeRecord) error { r.State = string(backend.StateArchived); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.eng.Recover(ctx); err != nil || n != 1 {
+		t.Fatalf("recover: %d %v", n, err)
+	}
+	if s, ok := e.f.Get("s"); !ok || s.State != "archived" {
+		t.Fatalf("after recovery: %+v present %v (deleted: %q)", s, ok, e.f.Deleted("s"))
+	}
+}
