@@ -217,8 +217,12 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error
 		}
 	}
 	u := *c.base
-	u.Path = c.base.Path + r.Path
 	u.RawPath = c.base.EscapedPath() + r.Path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	}
+	u.Path = p
 	u.RawQuery = r.Query.Encode()
 
 	var lastErr error

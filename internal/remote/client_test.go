@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +221,19 @@ func TestPagesRefusesARepeatedCursor(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("endless pagination was not stopped")
+	}
+}
+
+func TestEscapedPathsArriveIntact(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.EscapedPath() }))
+	defer srv.Close()
+	c := client(t, srv.URL+"/api", remote.Options{})
+	id := "team a/sb#1%"
+	if _, err := c.Do(context.Background(), remote.Request{Method: "GET", Path: "/sandbox/" + url.PathEscape(id)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "/api/sandbox/" + url.PathEscape(id); got != want {
+		t.Fatalf("server saw %q, want %q", got, want)
 	}
 }
