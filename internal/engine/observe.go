@@ -318,9 +318,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		// Keep the in-memory records in step with what was written.
 		for _, s := range w.Runtimes {
 			if !s.HasRecord {
-				if r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key)); err == nil {
-					s.Record, s.HasRecord = r, true
-				}
+				s.Record, s.HasRecord = observation(s.Runtime, w.Now).FirstRecord(), true
 			}
 		}
 	}
