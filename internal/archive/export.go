@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
@@ -618,4 +619,29 @@ func baseCommit(ctx context.Context, git gitcmd.Runner, wt Worktree, snap Snapsh
 		}
 	}
 	return "", nil
+}
+
+// BackendExport is what an Exporter returns for the archive m.
+func (m Manifest) BackendExport() backend.Export {
+	data, _ := json.Marshal(m)
+	exp := backend.Export{Location: m.Location, Formats: m.Formats, Bytes: m.Bytes, Survives: m.Survives,
+		Restore: "reclaimer restore " + m.Runtime, Manifest: data}
+	for _, o := range m.Objects {
+		exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: o.Name, Bytes: o.Bytes, SHA256: o.SHA256})
+	}
+	return exp
+}
+
+// ParseManifest reads a manifest recorded in the ledger (backend.Export's
+// Manifest); it must be one Export wrote.
+func ParseManifest(data []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("parse manifest: %w", err)
+	}
+	if m.Version < ManifestVersion || len(m.Objects) == 0 {
+		return m, fmt.Errorf("parse manifest: not a manifest of a stored archive (version %d, %d objects): %w",
+			m.Version, len(m.Objects), errors.ErrUnsupported)
+	}
+	return m, nil
 }

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/archive"
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+)
+
+// export writes the runtime's archive into the sink. The exporter reads
+// every object back before it returns (archive.ExportWorktree,
+// ExportFolders); here the sink is checked first, so an unreachable server
+// or a missing bucket fails before anything is read, and the manifest is
+// read back once more: the engine does not remove anything on a backend's
+// word alone.
+func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, at time.Time) (backend.Export, error) {
+	if e.opts.Sink == nil {
+		return backend.Export{}, errors.New("no archive storage configured")
+	}
+	if err := e.opts.Sink.Check(ctx); err != nil {
+		return backend.Export{}, err
+	}
+	if err := os.MkdirAll(e.opts.ArchiveDir, 0o700); err != nil {
+		return backend.Export{}, err
+	}
+	staging, err := os.MkdirTemp(e.opts.ArchiveDir, ".staging-")
+	if err != nil {
+		return backend.Export{}, err
+	}
+	defer os.RemoveAll(staging)
+	base := archive.ObjectBase(rt.Backend, rt.ID, at)
+	exp, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: staging, Sink: e.opts.Sink,
+		Name: base, IncludeDependencies: e.opts.IncludeDependencies,
+		Conversations: conversations(rt), CreatedAt: at})
+	if err != nil {
+		return backend.Export{}, err
+	}
+	if len(exp.Objects) > 0 {
+		m, err := archive.ReadManifestFrom(ctx, e.opts.Sink, archive.ManifestName(base))
+		if err == nil && len(m.Objects) != len(exp.Objects) {
+			err = fmt.Errorf("the stored manifest lists %d objects, the export %d: %w", len(m.Objects), len(exp.Objects), archive.ErrMismatch)
+		}
+		if err != nil {
+			e.dropExport(base, exp)
+			return backend.Export{}, err
+		}
+	}
+	return exp, nil
+}
+
+// conversations are the runtime's conversation IDs from its labels
+// ("conversation", or a comma-separated "conversations").
+func conversations(rt backend.Runtime) []string {
+	var out []string
+	if c := rt.Labels["conversation"]; c != "" {
+		out = append(out, c)
+	}
+	for _, c := range strings.Split(rt.Labels["conversations"], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// dropExport removes the objects of an export that was not recorded, and
+// its manifest.
+func (e *Engine) dropExport(base string, exp backend.Export) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := []string{archive.ManifestName(base)}
+	for _, o := range exp.Objects {
+		names = append(names, o.Name)
+	}
+	for _, n := range names {
+		if err := e.opts.Sink.Remove(ctx, n); err != nil {
+			e.log.Warn("remove unused export", "object", n, "err", err)
+		}
+	}
+}
+
+// recordFailure adds a "failed" notice for a destructive action that
+// failed: the runtime stays, and whoever watches notices learns why.
+func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
+	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: toLedgerKey(a.Key()), Kind: "failed", Step: string(a.Step),
+		At: e.opts.Now().UTC(), Message: reason})
+	if err != nil {
+		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
+	}
+}
