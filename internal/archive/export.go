@@ -313,6 +313,7 @@ func (x *exporter) finish(ctx context.Context, m *Manifest) error {
 		}
 		m.Bytes += o.Bytes
 	}
+	m.Name = x.req.Base
 	m.Location = x.req.Sink.URL(x.name("manifest.json"))
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -68,6 +68,9 @@ type Manifest struct {
 	Backend       string    `json:"backend"`
 	Conversations []string  `json:"conversations,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
+	// Name is the archive's name in its sink (Request.Base): its objects
+	// are Name.<ext> and its manifest ManifestName(Name).
+	Name string `json:"name,omitempty"`
 	// Location is where the manifest itself is stored (a path or an
 	// s3:// URL).
 	Location string `json:"location,omitempty"`

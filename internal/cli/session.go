@@ -38,6 +38,7 @@ func (c *command) open(ctx context.Context, src *sourceFlags) (*session, error) 
 	}
 	eng, err := engine.New(engine.Options{
 		Ledger: store, Sources: sources, StateDir: filepath.Dir(cfg.Ledger.Path), ArchiveDir: cfg.Archive.Dir,
+		Sink: buildSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
 		Busy: busy.Options{}.Reasons,
 	})
 	if err != nil {

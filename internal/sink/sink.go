@@ -71,3 +71,27 @@ func copyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
 		}
 	}
 }
+
+// Unavailable is a sink that could not be set up (no credentials, say):
+// every call fails with Err. Commands that never archive still work, and
+// an archive step fails with the reason and removes nothing.
+type Unavailable struct{ Err error }
+
+func (u Unavailable) err() error { return fmt.Errorf("archive storage unavailable: %w", u.Err) }
+
+// Put implements Sink.
+func (u Unavailable) Put(context.Context, string, io.Reader) (int64, error) { return 0, u.err() }
+
+// Open implements Sink.
+func (u Unavailable) Open(context.Context, string) (io.ReadCloser, error) { return nil, u.err() }
+
+// Remove implements Sink.
+func (u Unavailable) Remove(context.Context, string) error { return u.err() }
+
+// Check implements Sink.
+func (u Unavailable) Check(context.Context) error { return u.err() }
+
+// URL implements Sink.
+func (u Unavailable) URL(name string) string { return name }
+
+var _ Sink = Unavailable{}
