@@ -256,4 +256,3 @@ func (s *session) stagingDir() (string, error) {
 	}
 	return os.MkdirTemp(s.cfg.Archive.Dir, ".staging-")
 }
-
