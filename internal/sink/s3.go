@@ -119,7 +119,7 @@ func s3Credentials(opts S3Options) (*credentials.Credentials, error) {
 	default:
 		creds = credentials.NewEnvAWS()
 	}
-	v, err := creds.Get()
+	v, err := creds.GetWithContext(nil) // env and file providers make no request
 	if err != nil {
 		return nil, fmt.Errorf("read credentials: %w", err)
 	}
