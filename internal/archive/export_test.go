@@ -367,3 +367,56 @@ func TestExportMemoryBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestExportFolderSet: a container's mounted home and workspace, archived
+// together (one tar each) and restored to new places by name; a bad set of
+// folders is refused before anything is stored.
+func TestExportFolderSet(t *testing.T) {
+	sc := localSink(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "workspace")
+	write(t, filepath.Join(home, ".bashrc"), "export A=1\n", 0o644)
+	write(t, filepath.Join(home, ".ssh/config"), "Host x\n", 0o600)
+	write(t, filepath.Join(ws, "main.py"), "print(1)\n", 0o755)
+	write(t, filepath.Join(ws, "uv.lock"), "lock\n", 0o644)
+	write(t, filepath.Join(ws, ".venv/bin/python"), "elf\n", 0o755)
+	must(t, os.Symlink("main.py", filepath.Join(ws, "entry")))
+	wantHome, wantWS := restorable(t, home), restorable(t, ws, ".venv")
+	req := request(sc.sink, "docker/c1/20260102T030405Z")
+	m, err := ExportFolders(ctx, req, []Folder{{Name: "home", Path: home}, {Name: "workspace", Path: ws,
+		Dependencies: []string{filepath.Join(ws, ".venv")}}})
+	must(t, err)
+	if len(m.Objects) != 2 || m.Objects[0].Name != "docker/c1/20260102T030405Z.home.tar.zst" ||
+		m.Objects[1].Name != "docker/c1/20260102T030405Z.workspace.tar.zst" {
+		t.Fatalf("objects: %+v", m.Objects)
+	}
+	if len(m.Dependencies) != 1 || m.Dependencies[0].Folder != "workspace" || !slices.Equal(m.Dependencies[0].LockFiles, []string{"uv.lock"}) {
+		t.Fatalf("dependencies: %+v", m.Dependencies)
+	}
+	// The recorded manifest is what a restore starts from.
+	parsed, err := ParseManifest(m.BackendExport().Manifest)
+	must(t, err)
+	to := t.TempDir()
+	must(t, RestoreFolders(ctx, sc.sink, parsed, map[string]string{"home": filepath.Join(to, "h"), "workspace": filepath.Join(to, "w")}))
+	if restorable(t, filepath.Join(to, "h")) != wantHome || restorable(t, filepath.Join(to, "w")) != wantWS {
+		t.Fatal("restored folders differ")
+	}
+	if err := RestoreFolders(ctx, sc.sink, parsed, map[string]string{"nope": filepath.Join(to, "x")}); !errors.Is(err, sink.ErrNotFound) {
+		t.Fatalf("restore of an unknown folder: %v", err)
+	}
+	for _, bad := range [][]Folder{{{Name: "a", Path: home}, {Name: "a", Path: ws}}, {{Name: "a/b", Path: home}}, {{Name: "", Path: home}}} {
+		if _, err := ExportFolders(ctx, request(sc.sink, "docker/c1/20260102T030406Z"), bad); err == nil {
+			t.Errorf("folders %+v accepted", bad)
+		}
+	}
+	// A damaged object is refused before anything is written.
+	sc.corrupt(t, m.Objects[1].Name)
+	dest := filepath.Join(to, "again")
+	if err := RestoreFolders(ctx, sc.sink, parsed, map[string]string{"workspace": dest}); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("restore of a damaged archive: %v", err)
+	}
+	if _, err := os.Lstat(dest); !os.IsNotExist(err) {
+		t.Fatal("a damaged archive was extracted")
+	}
+}
