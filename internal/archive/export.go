@@ -107,19 +107,33 @@ type FolderInfo struct {
 	Skipped  []Skipped `json:"skipped,omitempty"`
 }
 
-// lockFileNames are files that tell how to rebuild a dependency folder
-// beside them.
-var lockFileNames = []string{
-	"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "package.json",
-	"poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock", "requirements.txt", "pyproject.toml",
-	"Cargo.lock", "go.sum", "Gemfile.lock", "composer.lock", "gradle.lockfile", "pom.xml",
+// lockFileNames are the files beside a dependency folder that tell how to
+// rebuild it, by the folder's name; other folders get any of them.
+var lockFileNames = map[string][]string{
+	"node_modules":     {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "package.json"},
+	".venv":            pythonLocks,
+	"venv":             pythonLocks,
+	"target":           {"Cargo.lock", "Cargo.toml", "pom.xml"},
+	"vendor":           {"go.sum", "go.mod", "Gemfile.lock", "composer.lock"},
+	".gradle":          {"gradle.lockfile", "build.gradle", "build.gradle.kts"},
+	"bower_components": {"bower.json"},
 }
+
+var pythonLocks = []string{"uv.lock", "poetry.lock", "Pipfile.lock", "pdm.lock", "requirements.txt", "pyproject.toml"}
 
 // lockFiles lists the lock files beside dep (absolute), relative to root.
 func lockFiles(root, dep string) []string {
+	names, ok := lockFileNames[filepath.Base(dep)]
+	if !ok {
+		for _, list := range lockFileNames {
+			names = append(names, list...)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+	}
 	var out []string
 	dir := filepath.Dir(dep)
-	for _, name := range lockFileNames {
+	for _, name := range names {
 		fi, err := os.Lstat(filepath.Join(dir, name))
 		if err == nil && fi.Mode().IsRegular() {
 			rel, _ := filepath.Rel(root, filepath.Join(dir, name))

@@ -420,3 +420,21 @@ func TestExportFolderSet(t *testing.T) {
 		t.Fatal("a damaged archive was extracted")
 	}
 }
+
+func TestLockFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"package-lock.json", "requirements.txt", "Cargo.lock", "web/yarn.lock"} {
+		write(t, filepath.Join(root, f), "x\n", 0o644)
+	}
+	for dep, want := range map[string][]string{
+		"node_modules":     {"package-lock.json"},
+		".venv":            {"requirements.txt"},
+		"target":           {"Cargo.lock"},
+		"web/node_modules": {"web/yarn.lock"},
+		"build":            {"Cargo.lock", "package-lock.json", "requirements.txt"},
+	} {
+		if got := lockFiles(root, filepath.Join(root, dep)); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", dep, got, want)
+		}
+	}
+}

@@ -241,7 +241,11 @@ func printPrunePlan(c *command, p *catalog.PrunePlan) {
 				sizeText(a.Bytes), a.Location)
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "\n%d archives would free %s\n", len(p.Actions), sizeText(p.Bytes()))
+		noun := "archives"
+		if len(p.Actions) == 1 {
+			noun = "archive"
+		}
+		fmt.Fprintf(w, "\n%d %s would free %s\n", len(p.Actions), noun, sizeText(p.Bytes()))
 	}
 	for _, sk := range p.Skipped {
 		fmt.Fprintf(w, "kept: %s of %s/%s: %s\n", sk.ArchiveID, sk.Backend, sk.Runtime, sk.Reason)
