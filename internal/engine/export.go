@@ -95,3 +95,40 @@ func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string
 		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
 	}
 }
+
+// dropInterruptedExport removes what an export interrupted by a crash left
+// in the sink for runtime k and plan planID: the objects its manifest
+// lists, the objects a worktree or run folder export writes, and the
+// manifest. An archive the ledger recorded is never touched: it may be the
+// only copy of the runtime's work. Plan IDs start with the plan's time,
+// which names the archive's objects (archive.ObjectBase).
+func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planID string) {
+	if e.opts.Sink == nil || len(planID) < len("20060102T150405Z") {
+		return
+	}
+	at, err := time.Parse("20060102T150405Z", planID[:len("20060102T150405Z")])
+	if err != nil {
+		return
+	}
+	base := archive.ObjectBase(k.Backend, k.ID, at)
+	manifest := archive.ManifestName(base)
+	recorded, err := e.opts.Ledger.ListArchives(ctx, toLedgerKey(k))
+	if err != nil {
+		return
+	}
+	for _, a := range recorded {
+		if a.Location == e.opts.Sink.URL(manifest) {
+			return
+		}
+	}
+	exp := backend.Export{}
+	if m, err := archive.ReadManifestFrom(ctx, e.opts.Sink, manifest); err == nil {
+		for _, o := range m.Objects {
+			exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: o.Name})
+		}
+	}
+	for _, ext := range []string{"bundle", "patch", "run.tar.zst"} {
+		exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: base + "." + ext})
+	}
+	e.dropExport(base, exp)
+}
