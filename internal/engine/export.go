@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Run
 	if err := os.MkdirAll(e.opts.ArchiveDir, 0o700); err != nil {
 		return backend.Export{}, err
 	}
+	sweepStaging(e.opts.ArchiveDir, e.opts.Now())
 	staging, err := os.MkdirTemp(e.opts.ArchiveDir, ".staging-")
 	if err != nil {
 		return backend.Export{}, err
@@ -131,4 +133,22 @@ func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planI
 		exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: base + "." + ext})
 	}
 	e.dropExport(base, exp)
+}
+
+// sweepStaging removes staging folders a crash left behind: those not
+// changed for a day (a running export of another process touches its own
+// folder far more often than that).
+func sweepStaging(dir string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if !ent.IsDir() || !strings.HasPrefix(ent.Name(), ".staging-") {
+			continue
+		}
+		if fi, err := ent.Info(); err == nil && now.Sub(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(filepath.Join(dir, ent.Name()))
+		}
+	}
 }
