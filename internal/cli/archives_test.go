@@ -289,3 +289,55 @@ func TestArchiveFolderFull(t *testing.T) {
 		t.Fatalf("%d files left in the archive folder", left)
 	}
 }
+
+// TestWorktreeArchiveToS3RoundTrip: deleting a worktree with unsaved work
+// stores its bundle and patch in a real S3 bucket; with the branch and
+// snapshot ref gone from the repository, restore brings the worktree back
+// from the bucket alone, with the same status and files.
+func TestWorktreeArchiveToS3RoundTrip(t *testing.T) {
+	srv := testtree.StartS3(t)
+	srv.MakeBucket(t, "archives")
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	dir := t.TempDir()
+	repo := newRepo(t, filepath.Join(dir, "repo"))
+	wt := filepath.Join(dir, "wt", "feature")
+	git(t, repo, "worktree", "add", "-q", "-b", "agent/feature", wt)
+	write(t, filepath.Join(wt, "feature.go"), "package main // committed\n")
+	git(t, wt, "add", "feature.go")
+	git(t, wt, "commit", "-q", "-m", "agent work")
+	write(t, filepath.Join(wt, "src", "main.go"), "package main // changed\n")
+	write(t, filepath.Join(wt, "notes", "todo.txt"), "untracked\n")
+	status := git(t, wt, "status", "--porcelain")
+	cfg := config(t, dir, "[archive.s3]\nendpoint = \""+srv.Endpoint+"\"\nbucket = \"archives\"\n[[worktrees]]\nrepo = \""+repo+"\"\n")
+
+	var res applyJSON
+	runJSON(t, &res, "--config", cfg, "delete", wt)
+	if len(res.Results) != 1 || res.Results[0].Outcome != "done" {
+		t.Fatalf("delete: %+v", res.Results)
+	}
+	var list []archiveJSON
+	runJSON(t, &list, "--config", cfg, "archives", "repo:feature")
+	if len(list) != 1 || !slices.Equal(list[0].Formats, []string{"git-bundle", "patch"}) ||
+		!strings.HasPrefix(list[0].Location, "s3://archives/worktree/repo:feature/") {
+		t.Fatalf("archives: %+v", list)
+	}
+	survives := strings.Join(list[0].Survives, "; ")
+	for _, w := range []string{"branch agent/feature with 2 commits not on any remote", "uncommitted changes to 1 file", "1 untracked file"} {
+		if !strings.Contains(survives, w) {
+			t.Errorf("survives lacks %q: %s", w, survives)
+		}
+	}
+	// Only the bucket has the work now.
+	git(t, repo, "branch", "-D", "agent/feature")
+	for _, ref := range strings.Fields(git(t, repo, "for-each-ref", "--format=%(refname)", "refs/reclaimer/")) {
+		git(t, repo, "update-ref", "-d", ref)
+	}
+	runOK(t, "--config", cfg, "restore", "repo:feature")
+	if got := git(t, wt, "status", "--porcelain"); got != status {
+		t.Fatalf("status after restore:\n%s\nwant:\n%s", got, status)
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "feature.go")); err != nil || string(b) != "package main // committed\n" {
+		t.Fatalf("feature.go: %q %v", b, err)
+	}
+}
