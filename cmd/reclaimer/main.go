@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/reclaimer/reclaimer/internal/cli"
@@ -16,12 +17,31 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// RECLAIMER_CPUPROFILE=FILE writes a CPU profile of the whole command,
+	// for measuring a pass the way an operator runs it.
+	if path := os.Getenv("RECLAIMER_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	code := cli.Run(ctx, os.Args[1:], cli.Env{
 		Stdout: os.Stdout, Stderr: os.Stderr, Version: version,
 		IsTerminal: isTerminal(os.Stderr),
 	})
 	stop()
-	os.Exit(code)
+	// RECLAIMER_MEMPROFILE=FILE writes where the command allocated.
+	if path := os.Getenv("RECLAIMER_MEMPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+	if code != 0 {
+		pprof.StopCPUProfile()
+		os.Exit(code)
+	}
 }
 
 func isTerminal(f *os.File) bool {

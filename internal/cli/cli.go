@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/reclaimer/reclaimer/internal/config"
@@ -78,6 +80,13 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	c := &command{env: env, configPath: *configPath}
 	name, rest := args[0], args[1:]
+	if name != "serve" && os.Getenv("GOGC") == "" {
+		// A one-shot command keeps nearly all it allocates (the observed
+		// world) until it exits, so frequent collections only rescan it:
+		// at 100,000 runtimes they were a fifth of a pass. Collect at 5x
+		// the live heap instead of 2x; an operator's GOGC wins.
+		debug.SetGCPercent(400)
+	}
 	var err error
 	switch name {
 	case "version", "--version":

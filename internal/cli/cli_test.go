@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,20 +13,7 @@ import (
 )
 
 // coreDump writes a minimal ELF core file header.
-func coreDump(t *testing.T, path string) {
-	t.Helper()
-	h := make([]byte, 64<<10)
-	copy(h, []byte{0x7f, 'E', 'L', 'F', 2, 1, 1})
-	binary.LittleEndian.PutUint16(h[16:], 4) // ET_CORE
-	binary.LittleEndian.PutUint16(h[18:], 0x3e)
-	binary.LittleEndian.PutUint32(h[20:], 1)
-	binary.LittleEndian.PutUint16(h[52:], 64)
-	binary.LittleEndian.PutUint16(h[54:], 56)
-	binary.LittleEndian.PutUint16(h[58:], 64)
-	if err := os.WriteFile(path, h, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+func coreDump(t *testing.T, path string) { testtree.CoreDump(t, path) }
 
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()

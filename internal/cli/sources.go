@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
@@ -26,8 +27,9 @@ func buildSources(cfg *config.Config) ([]engine.Source, error) {
 	}
 	for i, d := range cfg.Dirs {
 		out = append(out, engine.Source{
-			Name:     fmt.Sprintf("dirs[%d]", i),
-			Backend:  &rundir.Backend{Root: d.Root, Home: d.Home, Workspaces: d.Workspaces, Git: git},
+			Name: fmt.Sprintf("dirs[%d]", i),
+			Backend: &rundir.Backend{Root: d.Root, Home: d.Home, Workspaces: d.Workspaces, Git: git,
+				CacheDirs: cfg.PolicyFor(d).CacheDirs, ProbeDir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "cache")},
 			Settings: settings(cfg.PolicyFor(d)),
 		})
 	}

@@ -139,7 +139,14 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	}
 
 	failedBackends := map[string]bool{}
-	byKey := map[backend.Key]*Seen{}
+	total := 0
+	for _, r := range results {
+		total += len(r.runtimes)
+	}
+	byKey := make(map[backend.Key]*Seen, total)
+	// One allocation for every Seen instead of one each.
+	slab := make([]Seen, 0, total)
+	w.Runtimes = make([]*Seen, 0, total)
 	for i, r := range results {
 		src := &e.opts.Sources[i]
 		if r.err != nil {
@@ -157,7 +164,8 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 				prev.Runtime.Pinned = "found by two sources"
 				continue
 			}
-			s := &Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy}
+			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy})
+			s := &slab[len(slab)-1]
 			byKey[rt.Key] = s
 			w.Runtimes = append(w.Runtimes, s)
 		}
@@ -310,9 +318,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		// Keep the in-memory records in step with what was written.
 		for _, s := range w.Runtimes {
 			if !s.HasRecord {
-				if r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key)); err == nil {
-					s.Record, s.HasRecord = r, true
-				}
+				s.Record, s.HasRecord = observation(s.Runtime, w.Now).FirstRecord(), true
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package testtree
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,4 +57,20 @@ func WriteExec(t testing.TB, path, content string) {
 	t.Helper()
 	Write(t, path, content)
 	must(t, os.Chmod(path, 0o755))
+}
+
+// CoreDump writes a minimal ELF core file (the header a core dump starts
+// with, which the caches step checks) at path.
+func CoreDump(t testing.TB, path string) {
+	t.Helper()
+	h := make([]byte, 64<<10)
+	copy(h, []byte{0x7f, 'E', 'L', 'F', 2, 1, 1})
+	binary.LittleEndian.PutUint16(h[16:], 4) // ET_CORE
+	binary.LittleEndian.PutUint16(h[18:], 0x3e)
+	binary.LittleEndian.PutUint32(h[20:], 1)
+	binary.LittleEndian.PutUint16(h[52:], 64)
+	binary.LittleEndian.PutUint16(h[54:], 56)
+	binary.LittleEndian.PutUint16(h[58:], 64)
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, h, 0o600))
 }

@@ -103,8 +103,8 @@ func Caches(ctx context.Context, rt backend.Runtime, cacheDirs []string) []backe
 	}
 	seen := map[string]bool{}
 	for _, dir := range append([]string{rt.Path, rt.Home}, rt.Workspaces...) {
-		if dir == "" || seen[dir] || !(dir == rt.Path || Inside(rt.Root, dir)) {
-			continue
+		if dir == "" || seen[dir] || !(dir == rt.Path || Inside(rt.Root, dir) && realDir(rt.Root, dir)) {
+			continue // a home or workspace reached through a link is not looked into
 		}
 		seen[dir] = true
 		entries, err := os.ReadDir(dir)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,21 @@ type Backend struct {
 	Home       string   // subpath of each run folder, optional
 	Workspaces []string // subpaths, optional
 	Git        gitcmd.Runner
+	// CacheDirs are the home's cache folders (the source's cache_dirs):
+	// what a probe looks for.
+	CacheDirs []string
+	// ProbeDir, when set, is where what full listings learned is kept
+	// across passes and processes (probe.go): the state folder's "cache".
+	ProbeDir string
+
+	// bare holds the run folders the last full listing found with nothing
+	// the caches step could select (probe.go). Selecting caches for them
+	// is then free instead of a dozen system calls each, which was most of
+	// a pass over 100,000 run folders. A plan is a preview, so a folder
+	// that gains a cache after the listing is found by the next pass;
+	// apply re-selects planned paths without it.
+	mu   sync.Mutex
+	bare map[string]struct{}
 }
 
 // Name implements backend.Backend.
@@ -71,18 +87,31 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	// Run folders are independent: observe them in parallel, in order.
 	found := make([]backend.Runtime, len(names))
 	ok := make([]bool, len(names))
+	// A listing by IDs re-observes runtimes about to be acted on: it never
+	// vouches for their emptiness, it only forgets what was known.
+	probe := len(opts.IDs) == 0
+	var probes *probeRun
+	if probe {
+		probes = b.startProbes(len(names))
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < min(len(names), 2*runtime.GOMAXPROCS(0)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			buf := make([]byte, 8<<10)
+
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) || ctx.Err() != nil {
 					return
 				}
-				found[i], ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
+				var st stamp
+				found[i], st, ok[i] = b.observe(ctx, rootFD, rootMnt, rootDev, names[i], opts.Light)
+				if probe && ok[i] && found[i].Pinned == "" {
+					probes.probe(rootFD, i, names[i], st, buf)
+				}
 			}
 		}()
 	}
@@ -90,7 +119,18 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rts := make([]backend.Runtime, 0, len(names))
+	if probe {
+		probes.finish(names)
+	} else {
+		b.mu.Lock()
+		for _, id := range opts.IDs {
+			delete(b.bare, id)
+		}
+		b.mu.Unlock()
+	}
+	// Compact in place: at 100,000 run folders a second array is 25 MB of
+	// fresh pages.
+	rts := found[:0]
 	for i := range found {
 		if ok[i] {
 			rts = append(rts, found[i])
@@ -103,12 +143,17 @@ func validID(name string) bool {
 	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\x00")
 }
 
-func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, bool) {
-	// One statx tells the type, the mount and the time of creation.
+func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint64, name string, light bool) (backend.Runtime, stamp, bool) {
+	// One statx tells the type, the mount, the time of creation and the
+	// stamp the probe cache compares.
 	var stx unix.Statx_t
-	err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_CTIME|unix.STATX_MNT_ID, &stx)
+	err := unix.Statx(rootFD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_CTIME|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
 	if err != nil || uint32(stx.Mode)&unix.S_IFMT != unix.S_IFDIR {
-		return backend.Runtime{}, false // gone, a file or a symbolic link
+		return backend.Runtime{}, stamp{}, false // gone, a file or a symbolic link
+	}
+	st := stamp{ctimeSec: stx.Ctime.Sec, ctimeNsec: stx.Ctime.Nsec, ino: stx.Ino}
+	if stx.Mask&unix.STATX_CTIME == 0 || stx.Mask&unix.STATX_INO == 0 {
+		st = stamp{} // never matches a remembered folder: probe it
 	}
 	path := filepath.Join(b.Root, name)
 	rt := backend.Runtime{
@@ -131,17 +176,26 @@ func (b *Backend) observe(ctx context.Context, rootFD int, rootMnt, rootDev uint
 	}
 	rt.CreatedAt = time.Unix(stx.Ctime.Sec, int64(stx.Ctime.Nsec))
 	if light {
-		return rt, true
+		return rt, st, true
 	}
 	act := local.Activity(ctx, b.Git, rt)
 	rt.LastActivity = act.Newest
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", path, act.Newest.UnixNano(), act.Files))
 	rt.Fingerprint = hex.EncodeToString(sum[:12])
-	return rt, true
+	return rt, st, true
 }
 
 // ReclaimFiles implements backend.FileReclaimer.
 func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts backend.FileOptions) ([]backend.File, error) {
+	if opts.Step == backend.StepCaches && len(opts.Paths) == 0 && rt.Path == filepath.Join(b.Root, rt.ID) &&
+		slices.Equal(opts.CacheDirs, b.CacheDirs) {
+		b.mu.Lock()
+		_, bare := b.bare[rt.ID]
+		b.mu.Unlock()
+		if bare {
+			return nil, nil
+		}
+	}
 	return local.Reclaim(ctx, b.Git, rt, opts)
 }
 
@@ -216,18 +270,31 @@ func childDirs(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 64<<10)
 	var names []string
+	err = readNames(fd, make([]byte, 64<<10), func(name []byte, typ byte) {
+		// DT_UNKNOWN: observe's statx tells what it is.
+		if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && validID(string(name)) {
+			names = append(names, string(name))
+		}
+	})
+	return names, err
+}
+
+// readNames calls fn with the name and type of each entry of the open
+// folder fd but "." and "..", reading until getdents returns 0: a short
+// read does not mean the end (ext4 returns them mid-directory). name is
+// only valid during the call.
+func readNames(fd int, buf []byte, fn func(name []byte, typ byte)) error {
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n <= 0 {
-			return names, nil
+			return nil
 		}
 		for b := buf[:n]; len(b) > 0; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
@@ -237,9 +304,8 @@ func childDirs(dir string) ([]string, error) {
 				name = name[:i]
 			}
 			b = b[reclen:]
-			// DT_UNKNOWN: observe's statx tells what it is.
-			if (typ == unix.DT_DIR || typ == unix.DT_UNKNOWN) && validID(string(name)) {
-				names = append(names, string(name))
+			if string(name) != "." && string(name) != ".." {
+				fn(name, typ)
 			}
 		}
 	}

@@ -323,19 +323,33 @@ func putRuntime(ctx context.Context, tx *sql.Tx, r ledger.RuntimeRecord) error {
 
 // RuntimeStates implements ledger.Store.
 func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error) {
+	var n int
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM runtimes`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("list runtime states: %w", err)
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT backend, id, state FROM runtimes`)
 	if err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)
 	}
 	defer rows.Close()
-	out := map[ledger.Key]string{}
+	out := make(map[ledger.Key]string, n)
+	// Backends and states are a handful of strings repeated on every row:
+	// share one copy of each (this read is per pass, over every runtime).
+	shared := map[string]string{}
+	intern := func(b []byte) string {
+		if s, ok := shared[string(b)]; ok {
+			return s
+		}
+		s := string(b)
+		shared[s] = s
+		return s
+	}
+	var backend, id, state sql.RawBytes
 	for rows.Next() {
-		var k ledger.Key
-		var state string
-		if err := rows.Scan(&k.Backend, &k.ID, &state); err != nil {
+		if err := rows.Scan(&backend, &id, &state); err != nil {
 			return nil, fmt.Errorf("list runtime states: %w", err)
 		}
-		out[k] = state
+		out[ledger.Key{Backend: intern(backend), ID: string(id)}] = intern(state)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)
