@@ -1,6 +1,8 @@
 // Package catalog is the list of archives the ledger records, as the CLI
 // and the API show them (Entry: one printer for tables, --json and API
-// bodies), and the pruning of old archives.
+// bodies), the sinks they live in (NewSink for new archives from the
+// configuration, SinkOf for a recorded one), and the pruning of old
+// archives.
 //
 // Pruning is planned, then applied, like a pass (DESIGN §3.5): PlanPrune
 // is a dry run that reads the ledger only; ApplyPrune journals an intent
