@@ -2,8 +2,11 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
 // Error categories shared by every backend and the engine.
@@ -175,18 +178,43 @@ type FileReclaimer interface {
 
 // ExportOptions say where an archive goes.
 type ExportOptions struct {
-	Dir string // the archive folder for this runtime
+	// Dir is a private local folder for temporary files (a git bundle
+	// before it is stored); the engine removes it afterwards.
+	Dir string
+	// Sink stores the archive's objects, named Name.<ext> (Name is
+	// "<backend>/<runtime>/<timestamp>", see archive.ObjectBase).
+	Sink sink.Sink
+	Name string
+	// IncludeDependencies keeps rebuildable dependency folders in tars.
+	IncludeDependencies bool
+	// Conversations are the runtime's conversations, for the manifest.
+	Conversations []string
+	// CreatedAt is the archive's time (the plan's).
+	CreatedAt time.Time
+}
+
+// ArchiveObject is one stored object of an archive.
+type ArchiveObject struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // Export is what an Exporter wrote and verified.
 type Export struct {
+	// Location is where the archive's manifest is (a path, an s3:// URL).
 	Location string   `json:"location"`
 	Formats  []string `json:"formats"`
 	Bytes    int64    `json:"bytes"`
+	// Objects are the stored objects, the manifest not included.
+	Objects []ArchiveObject `json:"objects,omitempty"`
 	// Survives says in plain words what the archive keeps.
 	Survives []string `json:"survives"`
 	// Restore tells how to bring it back (for the record).
 	Restore string `json:"restore,omitempty"`
+	// Manifest is the archive's manifest (archive.Manifest as JSON), kept
+	// in the ledger with the record.
+	Manifest json.RawMessage `json:"manifest,omitempty"`
 }
 
 // Exporter writes what a user could want back, verified by reading it back.
@@ -285,6 +313,10 @@ type RestoreOptions struct {
 	Manifest []byte
 	// To is where to restore; empty means where the runtime was.
 	To string
+	// Sink holds the archive's objects; Staging is a local folder for
+	// temporary files.
+	Sink    sink.Sink
+	Staging string
 }
 
 // Restorer brings an archived runtime back from its archive.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -546,7 +547,17 @@ func (c *command) restore(ctx context.Context, args []string) error {
 	if target != "" {
 		target = absPath(target)
 	}
-	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: a.Location, Formats: a.Formats, Manifest: a.Manifest, To: target})
+	store, err := s.sinkFor(*a)
+	if err != nil {
+		return fmt.Errorf("restore %s from archive %s: %w", k, a.ID, err)
+	}
+	staging, err := s.stagingDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: a.Location, Formats: a.Formats, Manifest: a.Manifest, To: target,
+		Sink: store, Staging: staging})
 	if err != nil {
 		return err
 	}

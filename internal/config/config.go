@@ -43,9 +43,40 @@ type Ledger struct {
 
 // Archive is the [archive] table.
 type Archive struct {
-	// Dir (dir) is where archives are written. Absolute; "~/" expands to
-	// $HOME. Default: archives in the state folder (see StateDir).
+	// Dir (dir) is where archives are written when [archive.s3] is not
+	// set, and where exports stage their temporary files in any case.
+	// Absolute; "~/" expands to $HOME. Default: archives in the state
+	// folder (see StateDir).
 	Dir string `toml:"dir"`
+	// IncludeDependencies (include_dependencies) keeps the rebuildable
+	// git-ignored dependency folders (node_modules, .venv, ...) in the
+	// tar.zst of run folders. Default false: they are left out and listed
+	// in the manifest with their lock files.
+	IncludeDependencies bool `toml:"include_dependencies"`
+	// S3 ([archive.s3]), when present, stores archives in an
+	// S3-compatible bucket instead of Dir.
+	S3 *ArchiveS3 `toml:"s3"`
+}
+
+// ArchiveS3 is the [archive.s3] table. Credentials never appear in the
+// configuration: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+// (and AWS_SESSION_TOKEN) in the environment, or from CredentialsFile.
+type ArchiveS3 struct {
+	// Endpoint (endpoint, required): "https://s3.example.com",
+	// "http://127.0.0.1:7070", or "host:port" for HTTPS.
+	Endpoint string `toml:"endpoint"`
+	// Bucket (bucket, required) must exist.
+	Bucket string `toml:"bucket"`
+	// Prefix (prefix) goes in front of every object name: objects are
+	// <prefix>/<backend>/<runtime>/<timestamp>.<ext>.
+	Prefix string `toml:"prefix"`
+	// Region (region); empty lets the client ask the server.
+	Region string `toml:"region"`
+	// CredentialsFile (credentials_file): an AWS shared credentials file
+	// (absolute) read instead of the environment, with Profile (profile;
+	// default $AWS_PROFILE or "default").
+	CredentialsFile string `toml:"credentials_file"`
+	Profile         string `toml:"profile"`
 }
 
 // WorktreeSource is one [[worktrees]] table. Exactly one of Repo and Root is
@@ -171,6 +202,9 @@ func flagPath(path string) (string, error) {
 func (c *Config) resolve() {
 	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir} {
 		*p = expandHome(*p)
+	}
+	if c.Archive.S3 != nil {
+		c.Archive.S3.CredentialsFile = expandHome(c.Archive.S3.CredentialsFile)
 	}
 	for i := range c.Worktrees {
 		w := &c.Worktrees[i]

@@ -273,8 +273,10 @@ func TestUnknownKeys(t *testing.T) {
 			[]problem{{1, `"policy.disk_high"`, `unknown key "policy.disk_high" at top level`}}},
 		{"future section", "[server]\nlisten = \":8080\"\n",
 			[]problem{{1, "server", `unknown table [server]`}}},
-		{"archive s3", "[archive.s3]\nbucket = \"b\"\n",
-			[]problem{{1, "archive.s3", `unknown table [archive.s3]`}}},
+		{"archive s3", "[archive.s3]\nendpoint = \"http://127.0.0.1:7070\"\nbuckt = \"b\"\n",
+			[]problem{{3, "archive.s3.buckt", `unknown key "buckt" in [archive.s3]; did you mean "bucket"?`}}},
+		{"archive s3 without bucket", "[archive.s3]\nendpoint = \"ftp://x\"\n",
+			[]problem{{1, "archive.s3.bucket", `required: the bucket archives go to`}, {2, "archive.s3.endpoint", `"ftp://x": want http://, https:// or host:port`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

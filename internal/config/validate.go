@@ -32,6 +32,22 @@ func (c *Config) Validate() error {
 	v := &validator{c: c}
 	v.absPath("ledger.path", c.Ledger.Path, "ledger file")
 	v.absPath("archive.dir", c.Archive.Dir, "archive folder")
+	if s3 := c.Archive.S3; s3 != nil {
+		if s3.Endpoint == "" {
+			v.add("archive.s3.endpoint", "required: the S3 server, e.g. \"https://s3.example.com\"")
+		} else if strings.Contains(s3.Endpoint, "://") && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
+			v.add("archive.s3.endpoint", "%q: want http://, https:// or host:port", s3.Endpoint)
+		}
+		if s3.Bucket == "" {
+			v.add("archive.s3.bucket", "required: the bucket archives go to")
+		}
+		if strings.Contains(s3.Prefix, "..") || strings.Contains(s3.Prefix, "//") {
+			v.add("archive.s3.prefix", "%q: no \"..\" or empty segments", s3.Prefix)
+		}
+		if s3.CredentialsFile != "" {
+			v.absPath("archive.s3.credentials_file", s3.CredentialsFile, "credentials file")
+		}
+	}
 	v.policy("policy", c.Policy, nil)
 	for i := range c.Worktrees {
 		w := &c.Worktrees[i]

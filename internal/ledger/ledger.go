@@ -439,6 +439,10 @@ type Store interface {
 	// ListArchives returns a runtime's archives (every runtime's for the zero
 	// key), newest first.
 	ListArchives(ctx context.Context, key Key) ([]Archive, error)
+	// DeleteArchive removes an archive's record, once its objects are gone
+	// (reclaimer archives prune). Deleting an unknown or already deleted
+	// archive is harmless, so a prune retried after a crash converges.
+	DeleteArchive(ctx context.Context, id string) error
 
 	// RecordNotice records a notice and returns its ID. Recording an
 	// identical notice (same key, kind, step, due, at and message) again
