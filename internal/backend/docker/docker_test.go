@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -135,10 +133,243 @@ func symlink(t *testing.T, target, link string) {
 	}
 }
 
-var _ = fmt.Sprint
-var _ = strings.Cut
-var _ = context.Background
-var _ = archive.ReadManifest
-var _ = backend.StepCaches
-var _ = docker.Name
-var _ = time.Second
+// TestArchive lets retention archive a stopped sandbox, an execution-only
+// one with no host folder, and a folder no container owns: each is gone
+// from the Engine and the root, its record says archived, and its export
+// verifies and restores. A container of another scope, as old, is kept.
+func TestArchive(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs, Retention: time.Hour})
+	ctx := context.Background()
+
+	sandbox := h.name("sandbox")
+	home, ws := h.sandbox(sandbox)
+	h.container(sandbox, h.scope, binds(home, ws), agentWrites...)
+	execOnly := h.name("exec")
+	h.container(execOnly, h.scope, nil, "/tmp/x=1")
+	otherName := h.name("other")
+	oHome, oWS := h.sandbox(otherName)
+	h.container(otherName, h.other, binds(oHome, oWS), agentWrites...)
+	otherBefore := testtree.Fingerprint(t, filepath.Join(h.root, otherName))
+	leftover := filepath.Join(h.root, "leftover")
+	testtree.Write(t, filepath.Join(leftover, "persistence", "notes.txt"), "left behind by a crash")
+	unownedID := docker.UnownedPrefix + leftover
+
+	rts, err := h.backend.List(ctx, backend.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]backend.State{}
+	for _, rt := range rts {
+		states[rt.ID] = rt.State
+	}
+	if states[sandbox] != backend.StateStopped || states[execOnly] != backend.StateStopped ||
+		states[unownedID] != backend.StateUnowned || len(states) != 3 {
+		t.Fatalf("listed %v; want the two containers stopped and the leftover folder unowned, nothing of the other scope", states)
+	}
+
+	h.advance(3 * time.Hour)
+	p, _ := h.pass() // announces (grace 0: due at once)
+	if len(p.Scheduled) != 3 {
+		t.Fatalf("scheduled %+v, want the three runtimes", p.Scheduled)
+	}
+	h.advance(time.Minute)
+	_, res := h.pass()
+	for _, id := range []string{sandbox, execOnly, unownedID} {
+		r := outcome(res, id, backend.StepArchive)
+		if r.Outcome != plan.Done {
+			t.Errorf("archive %s: %q %s", id, r.Outcome, r.Reason)
+			continue
+		}
+		if rec := h.record(id); rec.State != string(backend.StateArchived) || rec.ArchiveID != r.ArchiveID {
+			t.Errorf("%s: record %s (archive %q), want archived with %q", id, rec.State, rec.ArchiveID, r.ArchiveID)
+		}
+		a, err := h.store.Archive(ctx, r.ArchiveID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored := filepath.Join(t.TempDir(), "restored")
+		if _, err := h.backend.Restore(ctx, backend.Key{Backend: docker.Name, ID: id}, backend.RestoreOptions{Location: a.Location, To: restored}); err != nil {
+			t.Errorf("restore %s: %v", id, err)
+		}
+		switch id {
+		case sandbox:
+			got, err := os.ReadFile(filepath.Join(restored, "workspace", "NOTES.md"))
+			if err != nil || string(got) != "untracked notes" {
+				t.Errorf("restored notes: %q, %v", got, err)
+			}
+			if exists(filepath.Join(restored, "workspace", "node_modules")) {
+				t.Error("the archive kept node_modules")
+			}
+			if !exists(filepath.Join(restored, "workspace", ".env")) {
+				t.Error("the archive lost the ignored .env")
+			}
+		case unownedID:
+			if got, err := os.ReadFile(filepath.Join(restored, "leftover", "persistence", "notes.txt")); err != nil || string(got) != "left behind by a crash" {
+				t.Errorf("restored leftover: %q, %v", got, err)
+			}
+		}
+	}
+	for _, name := range []string{sandbox, execOnly} {
+		if st := h.run.State(name); st != "gone" {
+			t.Errorf("%s is %s after its archive", name, st)
+		}
+	}
+	h.mustBeGone(filepath.Join(h.root, sandbox), leftover)
+	if st := h.run.State(otherName); st != "exited" {
+		t.Errorf("the other scope's container is %s", st)
+	}
+	if got := testtree.Fingerprint(t, filepath.Join(h.root, otherName)); got != otherBefore {
+		t.Error("the other scope's folders changed")
+	}
+}
+
+// TestStartedBetweenPlanAndApply: a container started after the plan is
+// skipped with "changed since plan", its caches untouched.
+func TestStartedBetweenPlanAndApply(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs})
+	ctx := context.Background()
+	name := h.name("restarted")
+	home, ws := h.sandbox(name)
+	h.container(name, h.scope, binds(home, ws), append(agentWrites, "sleep")...)
+	h.run.Stop(name)
+
+	p, _, err := h.eng.Plan(ctx, engineOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Step != backend.StepCaches {
+		t.Fatalf("plan %+v, want the caches of the stopped container", p.Actions)
+	}
+	h.run.Start(name)
+	res, err := h.eng.Apply(ctx, p, applyOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := outcome(res, name, backend.StepCaches)
+	if r.Outcome != plan.Skip || !strings.HasPrefix(r.Reason, "changed since plan") {
+		t.Errorf("caches of a started container: %q %q, want skipped as changed since plan", r.Outcome, r.Reason)
+	}
+	h.mustExist(filepath.Join(home, ".cache", "pip", "wheel.bin"), filepath.Join(home, ".npm", "_cacache", "index"))
+}
+
+// TestLeakedContainerIsStoppedThenReclaimed: a labelled container left
+// running (its host crashed) is stopped once idle longer than
+// idle_suspend, then loses its caches like any stopped one; a container
+// of another scope, as idle, keeps running with its caches.
+func TestLeakedContainerIsStoppedThenReclaimed(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs, IdleSuspend: 30 * time.Minute})
+	leaked := h.name("leaked")
+	home, ws := h.sandbox(leaked)
+	h.container(leaked, h.scope, binds(home, ws), append(agentWrites, "sleep")...)
+	other := h.name("other")
+	oHome, oWS := h.sandbox(other)
+	h.container(other, h.other, binds(oHome, oWS), append(agentWrites, "sleep")...)
+
+	_, res := h.pass()
+	if len(res.Results) != 0 {
+		t.Fatalf("a fresh running container was acted on: %+v", res.Results)
+	}
+	h.advance(time.Hour)
+	_, res = h.pass()
+	if r := outcome(res, leaked, backend.StepSuspend); r.Outcome != plan.Done {
+		t.Fatalf("suspend: %q %s", r.Outcome, r.Reason)
+	}
+	if st := h.run.State(leaked); st != "exited" {
+		t.Fatalf("the leaked container is %s after its suspend", st)
+	}
+	h.mustExist(filepath.Join(home, ".cache"))
+	_, res = h.pass()
+	if r := outcome(res, leaked, backend.StepCaches); r.Outcome != plan.Done {
+		t.Fatalf("caches after the stop: %q %s", r.Outcome, r.Reason)
+	}
+	h.mustBeGone(filepath.Join(home, ".cache"), filepath.Join(home, ".npm"))
+	h.mustExist(filepath.Join(home, ".bash_history"))
+	if st := h.run.State(other); st != "running" {
+		t.Errorf("the other scope's container is %s", st)
+	}
+	h.mustExist(filepath.Join(oHome, ".cache", "pip", "wheel.bin"))
+}
+
+// TestSharedFolderWaitsForEveryContainer: a cache folder two containers
+// mount as their home is touched only once both are stopped, and removing
+// one container keeps the folder the other still mounts.
+func TestSharedFolderWaitsForEveryContainer(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs})
+	shared := mkdir(t, filepath.Join(h.root, "shared-home"))
+	a, b := h.name("a"), h.name("b")
+	_, aWS := h.sandbox(a)
+	_, bWS := h.sandbox(b)
+	h.container(a, h.scope, binds(shared, aWS), "/home/.cache/a=1")
+	h.container(b, h.scope, binds(shared, bWS), "/home/.cache/b=1", "sleep")
+
+	p, _ := h.pass()
+	for _, act := range p.Actions {
+		t.Errorf("acted on %s (%s) while its home is in use", act.Runtime, act.Step)
+	}
+	h.mustExist(filepath.Join(shared, ".cache", "a"))
+
+	h.run.Stop(b)
+	_, res := h.pass()
+	if r := outcome(res, a, backend.StepCaches); r.Outcome != plan.Done {
+		t.Errorf("caches of a once b stopped: %q %s", r.Outcome, r.Reason)
+	}
+	h.mustBeGone(filepath.Join(shared, ".cache"))
+
+	// Deleting a removes it and its own workspace, never the shared home.
+	rts, err := h.backend.List(context.Background(), backend.ListOptions{IDs: []string{a}})
+	if err != nil || len(rts) != 1 {
+		t.Fatalf("list %s: %v %v", a, rts, err)
+	}
+	var discarded []string
+	err = h.backend.Delete(context.Background(), rts[0], backend.DeleteOptions{Discard: func(p string) error {
+		discarded = append(discarded, p)
+		return os.Rename(p, p+".discarded")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(discarded) != 1 || discarded[0] != aWS {
+		t.Errorf("discarded %v, want only %s", discarded, aWS)
+	}
+	h.mustExist(shared)
+	if st := h.run.State(a); st != "gone" {
+		t.Errorf("a is %s after its delete", st)
+	}
+}
+
+// TestWatchReportsStoppedContainers: the event stream reports a matching
+// container that stops, and never one of another scope.
+func TestWatchReportsStoppedContainers(t *testing.T) {
+	h := newHarness(t, "")
+	mine, other := h.name("mine"), h.name("other")
+	h.container(mine, h.scope, nil, "/tmp/x=1", "sleep")
+	h.container(other, h.other, nil, "/tmp/x=1", "sleep")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() { done <- h.backend.Watch(ctx, func(id string) { got <- id }) }()
+	// The stream is subscribed when Watch has made its request; stop the
+	// other first: had the subscription missed it, the check below still
+	// only accepts mine.
+	time.Sleep(200 * time.Millisecond)
+	h.run.Stop(other)
+	h.run.Stop(mine)
+	select {
+	case id := <-got:
+		if id != mine {
+			t.Errorf("reported %q, want %q", id, mine)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event for the stopped container")
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Watch returned %v, want context.Canceled", err)
+	}
+}

@@ -257,3 +257,6 @@ func (h *harness) record(id string) ledger.RuntimeRecord {
 	}
 	return r
 }
+
+func engineOptions() engine.PlanOptions { return engine.PlanOptions{} }
+func applyOptions() engine.ApplyOptions { return engine.ApplyOptions{} }

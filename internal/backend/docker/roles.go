@@ -158,6 +158,9 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 		dests = append(dests, dest)
 	}
 	for i, o := range m.Objects {
+		if err := os.MkdirAll(filepath.Dir(dests[i]), 0o755); err != nil {
+			return "", fmt.Errorf("restore %s: %w", k, err)
+		}
 		if err := archive.ExtractTar(ctx, o.Path, dests[i]); err != nil {
 			return "", fmt.Errorf("restore %s: %w", k, err)
 		}
