@@ -97,18 +97,27 @@ type Details struct {
 	Container
 	StartedAt  time.Time
 	FinishedAt time.Time
-	// SizeRw is the size of the writable layer (-1 unknown).
+	// SizeRw is the size of the writable layer as the Engine measured it
+	// (-1 unless asked for: the Engine walks the layer, slowly on some
+	// storage drivers).
 	SizeRw int64
+	// UpperDir is the host folder of the writable layer, for the storage
+	// drivers that have one (overlay2, fuse-overlayfs); "" otherwise.
+	UpperDir string
 }
 
-// List returns every container of the Engine, running or not, in one
-// request. Labels, when set, narrow it on the Engine's side (every pair
-// must match); the backend lists all, since whether a host folder is shared
+// List returns the containers of the Engine in one request: all of them,
+// or with states only those in one of these states ("running", "paused",
+// ...). Labels, when set, narrow it on the Engine's side (every pair must
+// match); the backend lists all, since whether a host folder is shared
 // depends on containers its selector does not match.
-func (c *Client) List(ctx context.Context, labels map[string]string) ([]Container, error) {
+func (c *Client) List(ctx context.Context, labels map[string]string, states ...string) ([]Container, error) {
 	f := client.Filters{}
 	for k, v := range labels {
 		f.Add("label", k+"="+v)
+	}
+	if len(states) > 0 {
+		f.Add("status", states...)
 	}
 	res, err := c.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -156,6 +165,9 @@ func (c *Client) Inspect(ctx context.Context, id string, size bool) (Details, er
 	}
 	if r.SizeRw != nil {
 		d.SizeRw = *r.SizeRw
+	}
+	if r.GraphDriver != nil {
+		d.UpperDir = r.GraphDriver.Data["UpperDir"]
 	}
 	return d, nil
 }

@@ -168,6 +168,11 @@ func TestArchive(t *testing.T) {
 		t.Fatalf("listed %v; want the two containers stopped and the leftover folder unowned, nothing of the other scope", states)
 	}
 
+	// What it wrote outside its mounts (its writable layer) is its size.
+	if rts, err := h.backend.List(ctx, backend.ListOptions{IDs: []string{execOnly}}); err != nil || len(rts) != 1 || rts[0].StorageBytes <= 0 || rts[0].Storage == "" {
+		t.Errorf("writable layer of %s: %+v, %v; want its size under the data root", execOnly, rts, err)
+	}
+
 	h.advance(3 * time.Hour)
 	p, _ := h.pass() // announces (grace 0: due at once)
 	if len(p.Scheduled) != 3 {

@@ -27,7 +27,7 @@ import (
 // harness is one test's Engine, scope, managed root and reclaim engine,
 // with a clock the test moves.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	client *dockerclient.Client
 	run    *dockertest.Run
 	// scope is the selector's label value; other is a scope nobody manages.
@@ -47,7 +47,7 @@ const scopeLabel = "reclaimer.scope"
 
 // newHarness makes a managed root (on a tmpfs of that size, when set), a
 // ledger and a docker backend for a fresh scope; use starts the engine.
-func newHarness(t *testing.T, tmpfs string) *harness {
+func newHarness(t testing.TB, tmpfs string) *harness {
 	t.Helper()
 	c := dockertest.Client(t)
 	var rnd [4]byte
@@ -124,7 +124,7 @@ func (h *harness) sandbox(name string) (home, ws string) {
 
 // newRepo makes a repository with a commit and a .gitignore for the usual
 // dependency folders and secrets.
-func newRepo(t *testing.T, dir string) {
+func newRepo(t testing.TB, dir string) {
 	t.Helper()
 	testtree.Write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n.venv/\nbuild/\n.env\n")
 	testtree.Write(t, filepath.Join(dir, "src", "main.go"), "package main\n")
