@@ -11,6 +11,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
+	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/testtree"
@@ -171,6 +172,16 @@ func TestArchive(t *testing.T) {
 	// What it wrote outside its mounts (its writable layer) is its size.
 	if rts, err := h.backend.List(ctx, backend.ListOptions{IDs: []string{execOnly}}); err != nil || len(rts) != 1 || rts[0].StorageBytes <= 0 || rts[0].Storage == "" {
 		t.Errorf("writable layer of %s: %+v, %v; want its size under the data root", execOnly, rts, err)
+	}
+
+	// A container with no managed folder lives on the data root's
+	// filesystem, which the budget measures.
+	w, err := h.eng.Observe(ctx, engine.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Find(backend.Key{Backend: docker.Name, ID: execOnly}); s == nil || s.Filesystem == "" || s.Runtime.Storage == "" {
+		t.Errorf("%s has no managed filesystem: %+v", execOnly, s)
 	}
 
 	h.advance(3 * time.Hour)

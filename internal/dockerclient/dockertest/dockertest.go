@@ -76,7 +76,11 @@ func Image(tb testing.TB, c *dockerclient.Client) string {
 	must(tb, os.WriteFile(src, helperSource, 0o644))
 	must(tb, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module helper\n\ngo 1.26\n"), 0o644))
 	bin := filepath.Join(dir, "helper")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", bin, ".")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = "/usr/local/go/bin/go" // where this project's machines keep it
+	}
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
