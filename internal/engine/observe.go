@@ -414,9 +414,11 @@ func (e *Engine) attachLedgerNarrow(ctx context.Context, w *World) error {
 	return nil
 }
 
-// needsActivity tells whether a source's policies read activity.
+// needsActivity tells whether a source's policies read activity, or (the
+// lifetime cap) when a runtime started, which a container's listing does
+// not tell.
 func needsActivity(s policy.Settings) bool {
-	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0
+	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0 || s.MaxLifetime > 0
 }
 
 // ObserveFully replaces lightly observed runtimes of seen with full

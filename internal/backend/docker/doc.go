@@ -38,6 +38,8 @@
 // Engine walks the layer to measure it. Reading never changes a container.
 //
 // Activity: the container's last start or finish, else its creation; the
-// engine adds what the ledger recorded. A start between plan and apply
+// engine adds what the ledger recorded. A running container's CreatedAt is
+// the start of its current run, so max_lifetime caps a run, not the age of
+// a container that was resumed. A start between plan and apply
 // changes either the state or the last activity and skips the action.
 package docker

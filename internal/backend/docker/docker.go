@@ -311,6 +311,12 @@ func (b *Backend) inspectAll(ctx context.Context, rts []backend.Runtime, ids []s
 func (b *Backend) fillInspected(ctx context.Context, rt *backend.Runtime, d dockerclient.Details, storage string) {
 	rt.State = state(d.State)
 	rt.LastActivity = lastActivity(d)
+	if rt.State.Active() && !d.StartedAt.IsZero() {
+		// The lifetime cap bounds one run ("running longer than
+		// max_lifetime"): an old conversation resumed today is not
+		// stopped at once for its age.
+		rt.CreatedAt = d.StartedAt
+	}
 	rt.StorageBytes = layerBytes(ctx, storage, d.UpperDir)
 	rt.Fingerprint = fingerprint(d.ID, *rt, d)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/testtree"
@@ -307,6 +308,36 @@ func TestLeakedContainerIsStoppedThenReclaimed(t *testing.T) {
 		t.Errorf("the other scope's container is %s", st)
 	}
 	h.mustExist(filepath.Join(oHome, ".cache", "pip", "wheel.bin"))
+}
+
+// TestLifetimeCap stops a container running longer than max_lifetime even
+// though it is active.
+func TestLifetimeCap(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs, MaxLifetime: time.Hour})
+	name := h.name("long")
+	h.container(name, h.scope, nil, "/tmp/x=1", "sleep")
+	touch := func() {
+		if err := h.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Backend: docker.Name, ID: name}, At: h.now}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch()
+	if _, res := h.pass(); len(res.Results) != 0 {
+		t.Fatalf("acted within the cap: %+v", res.Results)
+	}
+	h.advance(2 * time.Hour)
+	touch()
+	p, res := h.pass()
+	if len(p.Actions) != 1 || !strings.Contains(p.Actions[0].Reason, "lifetime cap") {
+		t.Fatalf("plan %+v, want a suspend for the lifetime cap", p.Actions)
+	}
+	if r := outcome(res, name, backend.StepSuspend); r.Outcome != plan.Done {
+		t.Fatalf("suspend: %q %q", r.Outcome, r.Reason)
+	}
+	if st := h.run.State(name); st != "exited" {
+		t.Errorf("the container is %s", st)
+	}
 }
 
 // TestSharedFolderWaitsForEveryContainer: a cache folder two containers
