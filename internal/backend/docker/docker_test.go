@@ -401,19 +401,25 @@ func TestWatchReportsStoppedContainers(t *testing.T) {
 	got := make(chan string, 16)
 	done := make(chan error, 1)
 	go func() { done <- h.backend.Watch(ctx, func(id string) { got <- id }) }()
-	// The stream is subscribed when Watch has made its request; stop the
-	// other first: had the subscription missed it, the check below still
-	// only accepts mine.
-	time.Sleep(200 * time.Millisecond)
+	// Stop the other scope's container first: its events must never come
+	// through. Whether the subscription was already made is not known
+	// from outside, so mine is started and stopped again until its event
+	// arrives.
 	h.run.Stop(other)
-	h.run.Stop(mine)
-	select {
-	case id := <-got:
-		if id != mine {
-			t.Errorf("reported %q, want %q", id, mine)
+	deadline := time.After(30 * time.Second)
+	for reported := false; !reported; {
+		h.run.Stop(mine)
+		select {
+		case id := <-got:
+			if id != mine {
+				t.Errorf("reported %q, want %q", id, mine)
+			}
+			reported = true
+		case <-time.After(2 * time.Second):
+			h.run.Start(mine)
+		case <-deadline:
+			t.Fatal("no event for the stopped container")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no event for the stopped container")
 	}
 	cancel()
 	if err := <-done; err != context.Canceled {
