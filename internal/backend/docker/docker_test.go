@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
+	"github.com/reclaimer/reclaimer/internal/dockerclient"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -338,6 +341,50 @@ func TestLifetimeCap(t *testing.T) {
 	if st := h.run.State(name); st != "exited" {
 		t.Errorf("the container is %s", st)
 	}
+}
+
+// TestEngineUnreachableLosesNothing: when the Engine does not answer, the
+// pass reports it and acts on nothing, and the ledger does not call the
+// containers it knew missing; a paused container counts as running.
+func TestEngineUnreachableLosesNothing(t *testing.T) {
+	h := newHarness(t, "")
+	h.use(policy.Settings{CacheDirs: cacheDirs})
+	ctx := context.Background()
+	paused := h.name("paused")
+	home, ws := h.sandbox(paused)
+	h.container(paused, h.scope, binds(home, ws), append(agentWrites, "sleep")...)
+	if _, err := h.client.API().ContainerPause(ctx, paused, client.ContainerPauseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = h.client.API().ContainerUnpause(ctx, paused, client.ContainerUnpauseOptions{}) })
+	p, _ := h.pass()
+	if len(p.Actions) != 0 {
+		t.Fatalf("acted on a paused container: %+v", p.Actions)
+	}
+	if rec := h.record(paused); rec.State != string(backend.StateRunning) {
+		t.Fatalf("a paused container recorded as %s", rec.State)
+	}
+
+	gone, err := dockerclient.New("unix://" + filepath.Join(t.TempDir(), "no-engine.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.backend.Client = gone
+	p, res := h.pass()
+	if len(p.Actions) != 0 || len(res.Results) != 0 {
+		t.Fatalf("acted without an Engine: %+v", p.Actions)
+	}
+	found := false
+	for _, sk := range p.Skipped {
+		found = found || strings.Contains(sk.Reason, "listing failed")
+	}
+	if !found {
+		t.Errorf("the plan does not say the listing failed: %+v", p.Skipped)
+	}
+	if rec := h.record(paused); rec.State != string(backend.StateRunning) {
+		t.Errorf("without an Engine the container was recorded %s", rec.State)
+	}
+	h.mustExist(filepath.Join(home, ".cache"), filepath.Join(ws, "node_modules"))
 }
 
 // TestSharedFolderWaitsForEveryContainer: a cache folder two containers
