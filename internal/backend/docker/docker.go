@@ -128,25 +128,24 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 var activeStates = []string{"running", "paused", "restarting"}
 
 // listNamed observes a few named containers (apply re-observing the one it
-// acts on): an inspection of each, and a listing of only the active
-// containers, which are all that can make a shared folder busy. On a host
-// of many stopped containers this keeps each re-observation small.
+// acts on): an inspection of each, then, only when one of them is stopped
+// with managed folders, a listing of the active containers, which are all
+// that can make a shared folder busy. On a host of many stopped containers
+// this keeps each re-observation small.
 func (b *Backend) listNamed(ctx context.Context, names []string, storage string) ([]backend.Runtime, error) {
-	active, err := b.Client.List(ctx, nil, activeStates...)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", Name, err)
+	type inspected struct {
+		d   dockerclient.Details
+		err error
 	}
-	var binds []bind
-	for _, c := range active {
-		for _, m := range c.Mounts {
-			if m.Bind() {
-				binds = append(binds, bind{source: filepath.Clean(m.Source), container: c.Name, active: true})
-			}
-		}
-	}
+	got := make([]inspected, len(names))
+	parallel(ctx, len(names), func(i int) {
+		got[i].d, got[i].err = b.Client.Inspect(ctx, names[i], false)
+	})
 	var rts []backend.Runtime
-	for _, name := range names {
-		d, err := b.Client.Inspect(ctx, name, false)
+	var containers []dockerclient.Container // parallel to rts
+	needBinds := false
+	for i, name := range names {
+		d, err := got[i].d, got[i].err
 		switch {
 		case dockerclient.IsNotFound(err):
 			continue
@@ -155,11 +154,53 @@ func (b *Backend) listNamed(ctx context.Context, names []string, storage string)
 		case !b.Matches(d.Labels) || d.Name != name:
 			continue // another container, or one the selector no longer matches
 		}
-		rt := b.container(d.Container, binds, storage)
+		rt := b.container(d.Container, nil, storage)
 		b.fillInspected(ctx, &rt, d, storage)
+		needBinds = needBinds || (!rt.State.Active() && rt.Root != "")
 		rts = append(rts, rt)
+		containers = append(containers, d.Container)
 	}
-	return rts, nil
+	if needBinds {
+		active, err := b.Client.List(ctx, nil, activeStates...)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", Name, err)
+		}
+		var binds []bind
+		for _, c := range active {
+			for _, m := range c.Mounts {
+				if m.Bind() {
+					binds = append(binds, bind{source: filepath.Clean(m.Source), container: c.Name, active: true})
+				}
+			}
+		}
+		for i := range rts {
+			if !rts[i].State.Active() {
+				rts[i].Busy = sharedWithActive(containers[i], rts[i].Root, binds)
+			}
+		}
+	}
+	return rts, ctx.Err()
+}
+
+// parallel calls fn for 0..n-1 on a few workers: the Engine answers
+// inspections concurrently, and a pass may inspect hundreds.
+func parallel(ctx context.Context, n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, max(4, runtime.GOMAXPROCS(0))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // activeState tells whether an Engine state means processes exist.
@@ -270,33 +311,20 @@ func sharedWithActive(c dockerclient.Container, root string, binds []bind) strin
 // container that vanished since the listing is dropped.
 func (b *Backend) inspectAll(ctx context.Context, rts []backend.Runtime, ids []string, storage string) []backend.Runtime {
 	keep := make([]bool, len(rts))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(rts), max(4, runtime.GOMAXPROCS(0))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(rts) || ctx.Err() != nil {
-					return
-				}
-				d, err := b.Client.Inspect(ctx, ids[i], false)
-				switch {
-				case dockerclient.IsNotFound(err):
-					continue
-				case err != nil:
-					// Without the inspection it may have started: protect it.
-					rts[i].State = backend.StateUnknown
-					rts[i].Busy = "inspection failed: " + err.Error()
-				default:
-					b.fillInspected(ctx, &rts[i], d, storage)
-				}
-				keep[i] = true
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(ctx, len(rts), func(i int) {
+		d, err := b.Client.Inspect(ctx, ids[i], false)
+		switch {
+		case dockerclient.IsNotFound(err):
+			return
+		case err != nil:
+			// Without the inspection it may have started: protect it.
+			rts[i].State = backend.StateUnknown
+			rts[i].Busy = "inspection failed: " + err.Error()
+		default:
+			b.fillInspected(ctx, &rts[i], d, storage)
+		}
+		keep[i] = true
+	})
 	out := rts[:0]
 	for i, rt := range rts {
 		if keep[i] {
