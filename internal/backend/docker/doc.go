@@ -33,9 +33,11 @@
 //
 // Engine calls: a listing is one request for every container (with mounts,
 // labels and state); a full observation adds one inspection per container
-// (start and finish times), with the writable layer's size only when a few
-// named runtimes are observed (apply and plan's final look), since the
-// Engine walks the layer to measure it. Reading never changes a container.
+// (start and finish times, the writable layer's folder, which is then
+// walked: the Engine's own size measure is slow on some storage drivers).
+// Observing named containers (apply's re-observations) inspects each and,
+// when one is stopped with managed folders, lists only the active
+// containers for the sharing check. Reading never changes a container.
 //
 // Activity: the container's last start or finish, else its creation; the
 // engine adds what the ledger recorded. A running container's CreatedAt is
