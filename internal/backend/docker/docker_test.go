@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,6 +237,29 @@ func TestArchive(t *testing.T) {
 		}
 	}
 	h.mustBeGone(filepath.Join(h.root, sandbox), leftover)
+
+	// Restored in place, the workspace is back where it was, and until a
+	// container mounts it again its folder is unowned; restoring twice is
+	// refused, never overwriting.
+	a, err := h.store.Archive(ctx, outcome(res, sandbox, backend.StepArchive).ArchiveID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := backend.Key{Backend: docker.Name, ID: sandbox}
+	if _, err := h.backend.Restore(ctx, key, backend.RestoreOptions{Location: a.Location}); err != nil {
+		t.Fatalf("restore in place: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws, "NOTES.md")); err != nil || string(got) != "untracked notes" {
+		t.Errorf("restored in place: %q, %v", got, err)
+	}
+	if _, err := h.backend.Restore(ctx, key, backend.RestoreOptions{Location: a.Location}); !errors.Is(err, backend.ErrConflict) {
+		t.Errorf("second restore: %v, want a conflict", err)
+	}
+	rts, err = h.backend.List(ctx, backend.ListOptions{IDs: []string{docker.UnownedPrefix + filepath.Join(h.root, sandbox)}})
+	if err != nil || len(rts) != 1 || rts[0].State != backend.StateUnowned {
+		t.Errorf("the restored folder: %+v, %v; want it unowned", rts, err)
+	}
+
 	if st := h.run.State(otherName); st != "exited" {
 		t.Errorf("the other scope's container is %s", st)
 	}
