@@ -16,6 +16,11 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// RequestTimeout bounds each request but the event stream: a hung Engine
+// fails the listing (the pass reports it and touches nothing) instead of
+// hanging the pass.
+const RequestTimeout = time.Minute
+
 // Client talks to one Docker Engine.
 type Client struct {
 	api   *client.Client
@@ -63,6 +68,8 @@ func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 // Ping checks that the Engine answers.
 func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	if _, err := c.api.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("ping docker at %s: %w", c.Host(), err)
 	}
@@ -119,6 +126,8 @@ func (c *Client) List(ctx context.Context, labels map[string]string, states ...s
 	if len(states) > 0 {
 		f.Add("status", states...)
 	}
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	res, err := c.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
@@ -146,6 +155,8 @@ func mounts(ms []container.MountPoint) []Mount {
 // Inspect returns one container's details; with size, the Engine also
 // measures its writable layer (a walk of the layer: ask only where needed).
 func (c *Client) Inspect(ctx context.Context, id string, size bool) (Details, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	res, err := c.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{Size: size})
 	if err != nil {
 		return Details{}, fmt.Errorf("inspect container %s: %w", id, err)
@@ -186,6 +197,8 @@ func parseTime(s string) time.Time {
 // before the Engine kills it. Stopping a stopped container is not an error.
 func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) error {
 	secs := int(timeout.Round(time.Second) / time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout+RequestTimeout)
+	defer cancel()
 	if _, err := c.api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs}); err != nil {
 		return fmt.Errorf("stop container %s: %w", id, err)
 	}
@@ -195,6 +208,8 @@ func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) err
 // Remove removes a stopped container with its anonymous volumes. It never
 // forces: a container that started meanwhile is refused by the Engine.
 func (c *Client) Remove(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	if _, err := c.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{RemoveVolumes: true}); err != nil {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
@@ -209,6 +224,8 @@ func (c *Client) DataRoot(ctx context.Context) (string, error) {
 	if c.dataRoot != "" {
 		return c.dataRoot, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	res, err := c.api.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		return "", fmt.Errorf("docker info: %w", err)
