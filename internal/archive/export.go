@@ -48,6 +48,10 @@ type Request struct {
 	// IncludeDependencies keeps the rebuildable dependency folders in
 	// tars instead of listing them as left out.
 	IncludeDependencies bool
+	// NotKept says in plain words what of the runtime the archive leaves
+	// out beyond dependencies (a container's home and writable layer),
+	// for the survives list.
+	NotKept []string
 }
 
 // ObjectBase is the Request.Base of an archive of runtime id on backend at
@@ -409,6 +413,9 @@ func (x *exporter) addFolders(ctx context.Context, m *Manifest, folders []Folder
 		}
 	}
 	m.Survives = append(m.Survives, dependencySurvives(m.Dependencies, x.req.IncludeDependencies)...)
+	for _, n := range x.req.NotKept {
+		m.Survives = append(m.Survives, n+" NOT kept")
+	}
 	return nil
 }
 
@@ -654,7 +661,10 @@ func ParseManifest(data []byte) (Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("parse manifest: %w", err)
 	}
-	if m.Version < ManifestVersion || len(m.Objects) == 0 {
+	// An archive may hold no object at all (a container whose workspaces
+	// all lie outside the managed roots): its manifest says what was not
+	// kept. Manifests before ManifestVersion cannot be restored.
+	if m.Version < ManifestVersion {
 		return m, fmt.Errorf("parse manifest: not a manifest of a stored archive (version %d, %d objects): %w",
 			m.Version, len(m.Objects), errors.ErrUnsupported)
 	}

@@ -36,7 +36,11 @@ const (
 	StateArchived  State = "archived"  // removed after a verified archive; record kept
 	StateDeleted   State = "deleted"   // removed on request; record kept
 	StateMissing   State = "missing"   // gone behind our back
-	StateUnknown   State = "unknown"
+	// StateUnowned is a managed folder no runtime claims (a container's
+	// host folder left behind): present, idle, under the policies of a
+	// stopped runtime.
+	StateUnowned State = "unowned"
+	StateUnknown State = "unknown"
 )
 
 // Active tells whether the state forbids every step but a lifetime cap.
@@ -105,6 +109,12 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Storage is a path on the filesystem that holds what the runtime
+	// keeps outside its managed root (Docker's data root, where a
+	// container's writable layer lives); that filesystem is managed for
+	// the disk budget too. StorageBytes is what it holds there (0 unknown).
+	Storage      string `json:"storage,omitempty"`
+	StorageBytes int64  `json:"storage_bytes,omitempty"`
 	// Fingerprint changes whenever what an action relies on changes (paths,
 	// HEAD, last activity); apply compares it with the plan's.
 	Fingerprint string `json:"fingerprint,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 )
@@ -19,6 +20,7 @@ func (w wrapped) Unwrap() backend.Backend { return w.inner }
 // one is a decision, not an accident.
 func TestCapabilities(t *testing.T) {
 	local := []string{"Lister", "Deleter", "FileReclaimer", "Exporter", "Restorer"}
+	containers := []string{"Lister", "Suspender", "Deleter", "FileReclaimer", "Exporter", "Locker", "Restorer", "Watcher"}
 	for _, tc := range []struct {
 		b    backend.Backend
 		want []string
@@ -27,6 +29,8 @@ func TestCapabilities(t *testing.T) {
 		{&worktree.Backend{}, local},
 		{wrapped{&rundir.Backend{}}, local},
 		{wrapped{wrapped{&worktree.Backend{}}}, local},
+		{&docker.Backend{}, containers},
+		{wrapped{&docker.Backend{}}, containers},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
 			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)

@@ -29,6 +29,9 @@ type Config struct {
 	// Dirs are the [[dirs]] tables: folders whose every direct child
 	// folder is a runtime.
 	Dirs []DirSource `toml:"dirs"`
+	// Docker are the [[docker]] tables: containers of the Docker Engine
+	// chosen by labels, with host folders bind-mounted into them.
+	Docker []DockerSource `toml:"docker"`
 
 	name  string         // file name in messages
 	lines map[string]int // key (as in Error.Key) → line, from Parse
@@ -115,6 +118,63 @@ type DirSource struct {
 
 // Table returns "dirs".
 func (DirSource) Table() string { return "dirs" }
+
+// DockerSource is one [[docker]] table: every container whose labels
+// match is a runtime; its files are the host sources of its bind mounts.
+type DockerSource struct {
+	// Labels (labels) select the containers: every name = value pair must
+	// be on a container, e.g. labels = { "reclaimer.scope" = "abc" }.
+	Labels map[string]string `toml:"labels"`
+	// OpenHandsRuntimeOwner (openhands_runtime_owner) adds the label
+	// ai.openhands.runtime-owner = <value>: the containers of one
+	// OpenHands agent server.
+	OpenHandsRuntimeOwner string `toml:"openhands_runtime_owner"`
+	// OpenHandsExecutionScope (openhands_execution_scope) adds the label
+	// ai.openhands.execution-scope = <value>: its execution-only sandboxes.
+	OpenHandsExecutionScope string `toml:"openhands_execution_scope"`
+	// Home (home) is the container path of the sandbox home, e.g.
+	// "/var/openhands/.openhands": the bind mount there is the home whose
+	// cache_dirs are emptied. Absolute, clean. Optional.
+	Home string `toml:"home"`
+	// Workspaces (workspaces) are container paths of workspaces (shed of
+	// dependencies under disk pressure, archived before removal).
+	Workspaces []string `toml:"workspaces"`
+	// Roots (roots) are host folders under which bind-mount sources are
+	// managed; nothing outside them is ever touched. Absolute, "~/"
+	// expands; not "/". Their direct child folders that no container
+	// mounts are listed as unowned.
+	Roots []string `toml:"roots"`
+	// Host (host) is the Engine's address, e.g. "unix:///run/docker.sock".
+	// Default: $DOCKER_HOST, else the platform's default socket.
+	Host string `toml:"host"`
+
+	PolicyOverrides
+}
+
+// Table returns "docker".
+func (DockerSource) Table() string { return "docker" }
+
+// Label names of the OpenHands presets.
+const (
+	OpenHandsRuntimeOwnerLabel   = "ai.openhands.runtime-owner"
+	OpenHandsExecutionScopeLabel = "ai.openhands.execution-scope"
+)
+
+// Selector returns the labels a container must carry: Labels with the
+// presets added.
+func (d DockerSource) Selector() map[string]string {
+	sel := map[string]string{}
+	for k, v := range d.Labels {
+		sel[k] = v
+	}
+	if d.OpenHandsRuntimeOwner != "" {
+		sel[OpenHandsRuntimeOwnerLabel] = d.OpenHandsRuntimeOwner
+	}
+	if d.OpenHandsExecutionScope != "" {
+		sel[OpenHandsExecutionScopeLabel] = d.OpenHandsExecutionScope
+	}
+	return sel
+}
 
 // geteuid is replaced in tests.
 var geteuid = os.Geteuid
@@ -213,6 +273,11 @@ func (c *Config) resolve() {
 	for i := range c.Dirs {
 		c.Dirs[i].Root = expandHome(c.Dirs[i].Root)
 	}
+	for i := range c.Docker {
+		for j, r := range c.Docker[i].Roots {
+			c.Docker[i].Roots[j] = expandHome(r)
+		}
+	}
 	if c.Ledger.Path == "" || c.Archive.Dir == "" {
 		if dir, err := StateDir(); err == nil {
 			if c.Ledger.Path == "" {
@@ -250,6 +315,9 @@ func (c *Config) sources() []keyedSource {
 	}
 	for i := range c.Dirs {
 		out = append(out, keyedSource{fmt.Sprintf("dirs[%d]", i), &c.Dirs[i]})
+	}
+	for i := range c.Docker {
+		out = append(out, keyedSource{fmt.Sprintf("docker[%d]", i), &c.Docker[i]})
 	}
 	return out
 }

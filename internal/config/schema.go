@@ -11,8 +11,9 @@ import (
 
 // The schema is derived from the struct tags of Config, so that a section
 // added to Config is known to Parse without further work. Field types it
-// knows: string, bool, int*, Duration, Fraction, []string, structs (tables),
-// []struct (arrays of tables), and pointers to these. Any other type panics
+// knows: string, bool, int*, Duration, Fraction, []string, map[string]string
+// (a table of strings with names of the user's choosing, such as labels),
+// structs (tables), []struct (arrays of tables), and pointers to these. Any other type panics
 // on first use, which every test of this package catches.
 
 // valueKind is what a key holds.
@@ -27,6 +28,7 @@ const (
 	kindFraction
 	kindBool
 	kindInt
+	kindStringMap
 )
 
 // want describes what a key of this kind takes, for messages.
@@ -48,6 +50,8 @@ func (k valueKind) want() string {
 		return "true or false"
 	case kindInt:
 		return "an integer"
+	case kindStringMap:
+		return `a table of strings such as {"name" = "value"}`
 	}
 	return "nothing"
 }
@@ -110,6 +114,8 @@ func (s *schemaInfo) add(path keyPath, t reflect.Type) {
 	case t.Kind() == reflect.Struct:
 		s.kinds[key] = kindTable
 		s.addStruct(path, t)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		s.kinds[key] = kindStringMap
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		s.kinds[key] = kindStrings
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:

@@ -24,7 +24,10 @@ import (
 //   - fractions lie in (0, 1), disk_low is below disk_high (in [policy] and
 //     in the effective policy of every source that sets either), and
 //     disk_low is not set without disk_high;
-//   - durations are not negative.
+//   - durations are not negative;
+//   - each [[docker]] has a selector (labels or an OpenHands preset), home
+//     and workspaces are absolute clean container paths, and its roots are
+//     checked like other roots.
 //
 // The overlap checks compare paths as written: they do not resolve symbolic
 // links.
@@ -79,6 +82,9 @@ func (c *Config) Validate() error {
 			v.subpath(fmt.Sprintf("%s.workspaces[%d]", key, j), w, "runtime folder")
 		}
 		v.policy(key, d.PolicyOverrides, d)
+	}
+	for i := range c.Docker {
+		v.docker(fmt.Sprintf("docker[%d]", i), &c.Docker[i])
 	}
 	v.overlaps()
 	return joinErrors(v.errs)
@@ -152,7 +158,9 @@ func (v *validator) managed(key, p string) {
 		key:  key,
 		path: p,
 		repo: strings.HasSuffix(key, ".repo"),
-		dirs: strings.HasPrefix(key, "dirs["),
+		// Every child folder of a [[dirs]] root is a runtime, and of a
+		// [[docker]] root one unless a container mounts it.
+		dirs: strings.HasPrefix(key, "dirs[") || strings.HasPrefix(key, "docker["),
 	})
 }
 
@@ -216,6 +224,40 @@ func overlap(a, b area) string {
 // within reports whether clean absolute path p is dir or lies inside it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// docker checks a [[docker]] table.
+func (v *validator) docker(key string, d *DockerSource) {
+	for name := range d.Labels {
+		if strings.TrimSpace(name) == "" {
+			v.add(key+".labels", "a label name is empty")
+		}
+	}
+	if len(d.Selector()) == 0 {
+		v.add(key, "set labels (or openhands_runtime_owner, openhands_execution_scope): without a selector every container of the host would be managed")
+	}
+	if d.Home != "" {
+		v.containerPath(key+".home", d.Home)
+	}
+	for j, w := range d.Workspaces {
+		v.containerPath(fmt.Sprintf("%s.workspaces[%d]", key, j), w)
+	}
+	for j, r := range d.Roots {
+		v.managed(fmt.Sprintf("%s.roots[%d]", key, j), r)
+	}
+	v.policy(key, d.PolicyOverrides, d)
+}
+
+// containerPath checks a path inside a container: absolute and clean.
+func (v *validator) containerPath(key, p string) {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		v.add(key, "%q must be an absolute path inside the container", p)
+	case p == "/":
+		v.add(key, `"/" is the container's whole filesystem: name a mount point`)
+	case filepath.Clean(p) != p:
+		v.add(key, "%q is not clean: write %q", p, filepath.Clean(p))
+	}
 }
 
 // subpath checks a path relative to a runtime folder or home.

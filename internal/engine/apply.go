@@ -45,7 +45,15 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	}
 	var purges []waiting
 	ours := map[backend.Key]plan.Observed{}
+	// later counts the actions still to come per runtime: only a runtime
+	// with another action ahead is observed again after a step (a walk of
+	// its files, or Engine requests, that would otherwise be wasted).
+	later := map[backend.Key]int{}
+	for _, a := range p.Actions {
+		later[a.Key()]++
+	}
 	for i, a := range p.Actions {
+		later[a.Key()]--
 		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
 		switch {
 		case ctx.Err() != nil:
@@ -60,7 +68,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 			}
 			var chans []<-chan int64
 			r, chans = e.applyOne(ctx, p, a)
-			if r.Outcome == plan.Done && !a.Step.Destructive() {
+			if r.Outcome == plan.Done && !a.Step.Destructive() && later[a.Key()] > 0 {
 				if w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}}); err == nil {
 					if s := w.Find(a.Key()); s != nil {
 						ours[a.Key()] = plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}
