@@ -2,6 +2,23 @@
 // a user could want back, before the runtime is removed (DESIGN §4: archive
 // → verify by reading back → only then remove).
 //
+// # Export to a sink
+//
+// ExportWorktree and ExportFolders are what backends call: they write an
+// archive's objects into a sink.Sink (a local folder or an S3 bucket),
+// named Request.Base + "." + ext ("<backend>/<runtime>/<time>.bundle",
+// ".patch", ".<folder>.tar.zst"), read every object back from the sink
+// (size, SHA-256, and for a tar every entry), then store the Manifest as
+// Base.manifest.json and read it back too. On any error the objects stored
+// so far are removed again and the runtime was never written to. A tar
+// streams from the folder through zstd into the sink (an io.Pipe): nothing
+// is staged locally; a bundle and a patch are written by git into a
+// private staging folder first (git writes files) and then streamed.
+// RestoreFolders and RestoreWorktreeFrom read archives back from a sink,
+// checking every object before writing anything. ExportFolders and
+// RestoreFolders take any set of named folders: run folders and a
+// container's mounted home and workspace alike.
+//
 // # What survives
 //
 // A git worktree survives as a git bundle (WriteBundle) of its branch and a

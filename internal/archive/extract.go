@@ -59,6 +59,11 @@ func VerifyTar(ctx context.Context, path string, want []TarEntry) error {
 		return fmt.Errorf("verify tar: %w", err)
 	}
 	defer f.Close()
+	return verifyTar(ctx, path, f, want)
+}
+
+// verifyTar is VerifyTar of a stream; name is for messages.
+func verifyTar(ctx context.Context, path string, f io.Reader, want []TarEntry) error {
 	dec, err := newDecoder(f)
 	if err != nil {
 		return fmt.Errorf("verify tar %s: %w", path, err)
@@ -130,7 +135,12 @@ func VerifyTar(ctx context.Context, path string, want []TarEntry) error {
 // restored; ownership is not. On error dest may hold part of the tree,
 // never anything outside it.
 func ExtractTar(ctx context.Context, path, dest string) error {
-	if err := extractTar(ctx, path, dest); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("extract tar: %w", err)
+	}
+	defer f.Close()
+	if err := extractTar(ctx, f, dest); err != nil {
 		return fmt.Errorf("extract tar %s into %s: %w", path, dest, err)
 	}
 	return nil
@@ -147,12 +157,7 @@ type pendingDir struct {
 	ts   []unix.Timespec
 }
 
-func extractTar(ctx context.Context, path, dest string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+func extractTar(ctx context.Context, f io.Reader, dest string) error {
 	if err := os.Mkdir(dest, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}

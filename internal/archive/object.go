@@ -27,9 +27,12 @@ var ErrMismatch = errors.New("archive does not match what was written")
 type Object struct {
 	// Kind is KindBundle or KindTar ("" for anything else).
 	Kind string `json:"kind,omitempty"`
-	// Path is where the object is. In a manifest file it is stored relative
-	// to the manifest's folder when it lies in that folder.
-	Path   string `json:"path"`
+	// Name is the object's name in its sink (archives written by Export).
+	Name string `json:"name,omitempty"`
+	// Path is where a local object file is (WriteTarFile, WriteBundle). In
+	// a manifest file it is stored relative to the manifest's folder when
+	// it lies in that folder.
+	Path   string `json:"path,omitempty"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"` // hex of the whole file
 	// Root is the folder a tar object was made of ("" for a bundle).
@@ -58,21 +61,49 @@ func (o Object) Verify(ctx context.Context) error {
 // what survives of the runtime. It is stored as <name>.manifest.json beside
 // the objects.
 type Manifest struct {
-	Runtime   string    `json:"runtime"`
-	Backend   string    `json:"backend"`
-	CreatedAt time.Time `json:"created_at"`
-	Objects   []Object  `json:"objects"`
-	// Head is the commit the worktree was at, Branch its branch ("" when
-	// detached), Snapshot the ref holding uncommitted and untracked work
-	// ("" when there was none), Remote the upstream remote's URL.
-	Head     string `json:"head,omitempty"`
-	Branch   string `json:"branch,omitempty"`
-	Snapshot string `json:"snapshot,omitempty"`
-	Remote   string `json:"remote,omitempty"`
+	// Version is ManifestVersion for archives written by Export; 0 for the
+	// local manifests of WriteManifest.
+	Version       int       `json:"version,omitempty"`
+	Runtime       string    `json:"runtime"`
+	Backend       string    `json:"backend"`
+	Conversations []string  `json:"conversations,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	// Name is the archive's name in its sink (Request.Base): its objects
+	// are Name.<ext> and its manifest ManifestName(Name).
+	Name string `json:"name,omitempty"`
+	// Location is where the manifest itself is stored (a path or an
+	// s3:// URL).
+	Location string `json:"location,omitempty"`
+	// Formats are the kinds of the objects, in order; Bytes their total.
+	Formats []string `json:"formats,omitempty"`
+	Bytes   int64    `json:"bytes,omitempty"`
+	Objects []Object `json:"objects"`
+	// Repo is the main worktree of the repository and Path the worktree
+	// that was archived.
+	Repo string `json:"repo,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Base is the commit the patch starts from; Head the commit the
+	// worktree was at; Branch its branch ("" when detached); Snapshot the
+	// commit holding uncommitted and untracked work ("" when there was
+	// none) and SnapshotRef the ref pointing at it; HeadRef the ref that
+	// keeps a detached HEAD; Remote the upstream remote's URL.
+	Base        string `json:"base,omitempty"`
+	Head        string `json:"head,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	Snapshot    string `json:"snapshot,omitempty"`
+	SnapshotRef string `json:"snapshot_ref,omitempty"`
+	HeadRef     string `json:"head_ref,omitempty"`
+	Remote      string `json:"remote,omitempty"`
+	// Folders are the folders stored as tars.
+	Folders []FolderInfo `json:"folders,omitempty"`
+	// Dependencies are the rebuildable folders, kept or not, with the
+	// lock files that rebuild them.
+	Dependencies        []Dependency `json:"dependencies,omitempty"`
+	IncludeDependencies bool         `json:"include_dependencies,omitempty"`
 	// Survives says in plain words what the archive keeps.
 	Survives []string `json:"survives,omitempty"`
-	// Excluded names what was deliberately left out (rebuildable folders
-	// such as node_modules, ignored files, nested repositories).
+	// Excluded names what was deliberately left out (ignored files,
+	// nested repositories, mount points).
 	Excluded []string `json:"excluded,omitempty"`
 }
 

@@ -2,8 +2,11 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
 // Error categories shared by every backend and the engine.
@@ -33,7 +36,11 @@ const (
 	StateArchived  State = "archived"  // removed after a verified archive; record kept
 	StateDeleted   State = "deleted"   // removed on request; record kept
 	StateMissing   State = "missing"   // gone behind our back
-	StateUnknown   State = "unknown"
+	// StateUnowned is a managed folder no runtime claims (a container's
+	// host folder left behind): present, idle, under the policies of a
+	// stopped runtime.
+	StateUnowned State = "unowned"
+	StateUnknown State = "unknown"
 )
 
 // Active tells whether the state forbids every step but a lifetime cap.
@@ -102,6 +109,12 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Storage is a path on the filesystem that holds what the runtime
+	// keeps outside its managed root (Docker's data root, where a
+	// container's writable layer lives); that filesystem is managed for
+	// the disk budget too. StorageBytes is what it holds there (0 unknown).
+	Storage      string `json:"storage,omitempty"`
+	StorageBytes int64  `json:"storage_bytes,omitempty"`
 	// Fingerprint changes whenever what an action relies on changes (paths,
 	// HEAD, last activity); apply compares it with the plan's.
 	Fingerprint string `json:"fingerprint,omitempty"`
@@ -185,18 +198,43 @@ type FileReclaimer interface {
 
 // ExportOptions say where an archive goes.
 type ExportOptions struct {
-	Dir string // the archive folder for this runtime
+	// Dir is a private local folder for temporary files (a git bundle
+	// before it is stored); the engine removes it afterwards.
+	Dir string
+	// Sink stores the archive's objects, named Name.<ext> (Name is
+	// "<backend>/<runtime>/<timestamp>", see archive.ObjectBase).
+	Sink sink.Sink
+	Name string
+	// IncludeDependencies keeps rebuildable dependency folders in tars.
+	IncludeDependencies bool
+	// Conversations are the runtime's conversations, for the manifest.
+	Conversations []string
+	// CreatedAt is the archive's time (the plan's).
+	CreatedAt time.Time
+}
+
+// ArchiveObject is one stored object of an archive.
+type ArchiveObject struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // Export is what an Exporter wrote and verified.
 type Export struct {
+	// Location is where the archive's manifest is (a path, an s3:// URL).
 	Location string   `json:"location"`
 	Formats  []string `json:"formats"`
 	Bytes    int64    `json:"bytes"`
+	// Objects are the stored objects, the manifest not included.
+	Objects []ArchiveObject `json:"objects,omitempty"`
 	// Survives says in plain words what the archive keeps.
 	Survives []string `json:"survives"`
 	// Restore tells how to bring it back (for the record).
 	Restore string `json:"restore,omitempty"`
+	// Manifest is the archive's manifest (archive.Manifest as JSON), kept
+	// in the ledger with the record.
+	Manifest json.RawMessage `json:"manifest,omitempty"`
 }
 
 // Exporter writes what a user could want back, verified by reading it back.
@@ -336,6 +374,10 @@ type RestoreOptions struct {
 	Manifest []byte
 	// To is where to restore; empty means where the runtime was.
 	To string
+	// Sink holds the archive's objects; Staging is a local folder for
+	// temporary files.
+	Sink    sink.Sink
+	Staging string
 }
 
 // Restorer brings an archived runtime back from its archive.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/daytona"
+	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
@@ -25,6 +26,7 @@ func TestCapabilities(t *testing.T) {
 	// Remote sandboxes: no files of their own here, no export (a Daytona
 	// archive is the provider's cold storage, reached through Deleter).
 	remote := []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}
+	containers := []string{"Lister", "Suspender", "Deleter", "FileReclaimer", "Exporter", "Locker", "Restorer", "Watcher"}
 	for _, tc := range []struct {
 		b    backend.Backend
 		want []string
@@ -39,6 +41,8 @@ func TestCapabilities(t *testing.T) {
 		{httpbackend.With(&httpbackend.Backend{}, nil), []string{"Lister"}},
 		{httpbackend.With(&httpbackend.Backend{}, map[string]bool{"delete": true}), []string{"Lister", "Deleter"}},
 		{wrapped{&daytona.Backend{}}, remote},
+		{&docker.Backend{}, containers},
+		{wrapped{&docker.Backend{}}, containers},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
 			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)

@@ -47,6 +47,10 @@ commands:
   retention ID (--days N | --default)
   delete ID                          remove it now (archived first if it holds unsaved work)
   restore ID [--to PATH] [--archive ARCHIVE_ID]
+                                     bring an archived runtime back (default: its newest archive)
+  archives [ID] [--json]             the archives, or one archive (or one runtime's) in full
+  archives prune --older-than DURATION [--dry-run] [--json]
+                                     remove archives older than that (journaled)
   log [--json] [--runtime ID] [--limit N]   the journal of actions
   size [--json] PATH...              measure trees as reclaimer deletes them
   usage [--json] PATH...             how full each path's filesystem is
@@ -107,6 +111,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = c.delete(ctx, rest)
 	case "restore":
 		err = c.restore(ctx, rest)
+	case "archives":
+		err = c.archives(ctx, rest)
 	case "log":
 		err = c.log(ctx, rest)
 	case "size":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -227,13 +228,22 @@ func (c *command) ls(ctx context.Context, args []string) error {
 }
 
 // measureRows sizes the local runtimes of rows in parallel (a few at a
-// time: each walk is parallel already).
+// time: each walk is parallel already). A runtime without a folder of its
+// own (a container) is sized by its home and workspaces inside its root,
+// plus what its backend counted outside it (a writable layer).
 func measureRows(ctx context.Context, w *engine.World, rows []RuntimeRow) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for i, seen := range w.Runtimes {
 		rt := seen.Runtime
-		if rt.Path == "" || rt.Root == "" {
+		dirs := []string{rt.Path}
+		if rt.Path == "" {
+			dirs = append([]string{rt.Home}, rt.Workspaces...)
+		}
+		if rt.Root == "" {
+			if rt.StorageBytes > 0 {
+				rows[i].SizeBytes = rt.StorageBytes
+			}
 			continue
 		}
 		wg.Add(1)
@@ -241,12 +251,21 @@ func measureRows(ctx context.Context, w *engine.World, rows []RuntimeRow) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rel, err := filepath.Rel(rt.Root, rt.Path)
-			if err != nil {
-				return
+			total, measured := rt.StorageBytes, false
+			seen := map[string]bool{}
+			for _, d := range dirs {
+				rel, err := filepath.Rel(rt.Root, d)
+				if d == "" || seen[d] || err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+					continue
+				}
+				seen[d] = true
+				if res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{}); err == nil {
+					total += res.AllocBytes
+					measured = true
+				}
 			}
-			if res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{}); err == nil {
-				rows[i].SizeBytes = res.AllocBytes
+			if measured || total > 0 {
+				rows[i].SizeBytes = total
 			}
 		}()
 	}
@@ -546,7 +565,17 @@ func (c *command) restore(ctx context.Context, args []string) error {
 	if target != "" {
 		target = absPath(target)
 	}
-	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: a.Location, Formats: a.Formats, Manifest: a.Manifest, To: target})
+	store, err := s.sinkFor(*a)
+	if err != nil {
+		return fmt.Errorf("restore %s from archive %s: %w", k, a.ID, err)
+	}
+	staging, err := s.stagingDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: a.Location, Formats: a.Formats, Manifest: a.Manifest, To: target,
+		Sink: store, Staging: staging})
 	if err != nil {
 		return err
 	}

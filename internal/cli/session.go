@@ -9,6 +9,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/busy"
+	"github.com/reclaimer/reclaimer/internal/catalog"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
@@ -38,6 +39,7 @@ func (c *command) open(ctx context.Context, src *sourceFlags) (*session, error) 
 	}
 	eng, err := engine.New(engine.Options{
 		Ledger: store, Sources: sources, StateDir: filepath.Dir(cfg.Ledger.Path), ArchiveDir: cfg.Archive.Dir,
+		Sink: catalog.NewSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
 		Busy: busy.Options{}.Reasons,
 	})
 	if err != nil {

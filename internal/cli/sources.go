@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/dockerclient"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/policy"
@@ -30,6 +32,24 @@ func buildSources(cfg *config.Config) ([]engine.Source, error) {
 			Name: fmt.Sprintf("dirs[%d]", i),
 			Backend: &rundir.Backend{Root: d.Root, Home: d.Home, Workspaces: d.Workspaces, Git: git,
 				CacheDirs: cfg.PolicyFor(d).CacheDirs, ProbeDir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "cache")},
+			Settings: settings(cfg.PolicyFor(d)),
+		})
+	}
+	// One client per Engine address: it makes no request until a listing.
+	clients := map[string]*dockerclient.Client{}
+	for i, d := range cfg.Docker {
+		c, ok := clients[d.Host]
+		if !ok {
+			var err error
+			if c, err = dockerclient.New(d.Host); err != nil {
+				return nil, fmt.Errorf("docker[%d]: %w", i, err)
+			}
+			clients[d.Host] = c
+		}
+		out = append(out, engine.Source{
+			Name: fmt.Sprintf("docker[%d]", i),
+			Backend: &docker.Backend{Client: c, Labels: d.Selector(), Home: d.Home, Workspaces: d.Workspaces,
+				Roots: d.Roots, Git: git},
 			Settings: settings(cfg.PolicyFor(d)),
 		})
 	}

@@ -130,7 +130,7 @@ func TestDeleteOnRequestArchivesUnsavedWork(t *testing.T) {
 	if exists(wt) {
 		t.Fatal("still there")
 	}
-	archives, err := filepath.Glob(filepath.Join(dir, "archives", "worktree", "*", "*", "worktree.bundle"))
+	archives, err := filepath.Glob(filepath.Join(dir, "archives", "worktree", "*", "*.bundle"))
 	if err != nil || len(archives) != 1 {
 		t.Fatalf("archives: %v %v", archives, err)
 	}

@@ -29,6 +29,9 @@ type Config struct {
 	// Dirs are the [[dirs]] tables: folders whose every direct child
 	// folder is a runtime.
 	Dirs []DirSource `toml:"dirs"`
+	// Docker are the [[docker]] tables: containers of the Docker Engine
+	// chosen by labels, with host folders bind-mounted into them.
+	Docker []DockerSource `toml:"docker"`
 
 	// E2B, Daytona and HTTP are the remote sources: [[e2b]], [[daytona]]
 	// and [[http]] (see remote.go).
@@ -49,9 +52,40 @@ type Ledger struct {
 
 // Archive is the [archive] table.
 type Archive struct {
-	// Dir (dir) is where archives are written. Absolute; "~/" expands to
-	// $HOME. Default: archives in the state folder (see StateDir).
+	// Dir (dir) is where archives are written when [archive.s3] is not
+	// set, and where exports stage their temporary files in any case.
+	// Absolute; "~/" expands to $HOME. Default: archives in the state
+	// folder (see StateDir).
 	Dir string `toml:"dir"`
+	// IncludeDependencies (include_dependencies) keeps the rebuildable
+	// git-ignored dependency folders (node_modules, .venv, ...) in the
+	// tar.zst of run folders. Default false: they are left out and listed
+	// in the manifest with their lock files.
+	IncludeDependencies bool `toml:"include_dependencies"`
+	// S3 ([archive.s3]), when present, stores archives in an
+	// S3-compatible bucket instead of Dir.
+	S3 *ArchiveS3 `toml:"s3"`
+}
+
+// ArchiveS3 is the [archive.s3] table. Credentials never appear in the
+// configuration: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+// (and AWS_SESSION_TOKEN) in the environment, or from CredentialsFile.
+type ArchiveS3 struct {
+	// Endpoint (endpoint, required): "https://s3.example.com",
+	// "http://127.0.0.1:7070", or "host:port" for HTTPS.
+	Endpoint string `toml:"endpoint"`
+	// Bucket (bucket, required) must exist.
+	Bucket string `toml:"bucket"`
+	// Prefix (prefix) goes in front of every object name: objects are
+	// <prefix>/<backend>/<runtime>/<timestamp>.<ext>.
+	Prefix string `toml:"prefix"`
+	// Region (region); empty lets the client ask the server.
+	Region string `toml:"region"`
+	// CredentialsFile (credentials_file): an AWS shared credentials file
+	// (absolute) read instead of the environment, with Profile (profile;
+	// default $AWS_PROFILE or "default").
+	CredentialsFile string `toml:"credentials_file"`
+	Profile         string `toml:"profile"`
 }
 
 // WorktreeSource is one [[worktrees]] table. Exactly one of Repo and Root is
@@ -90,6 +124,63 @@ type DirSource struct {
 
 // Table returns "dirs".
 func (DirSource) Table() string { return "dirs" }
+
+// DockerSource is one [[docker]] table: every container whose labels
+// match is a runtime; its files are the host sources of its bind mounts.
+type DockerSource struct {
+	// Labels (labels) select the containers: every name = value pair must
+	// be on a container, e.g. labels = { "reclaimer.scope" = "abc" }.
+	Labels map[string]string `toml:"labels"`
+	// OpenHandsRuntimeOwner (openhands_runtime_owner) adds the label
+	// ai.openhands.runtime-owner = <value>: the containers of one
+	// OpenHands agent server.
+	OpenHandsRuntimeOwner string `toml:"openhands_runtime_owner"`
+	// OpenHandsExecutionScope (openhands_execution_scope) adds the label
+	// ai.openhands.execution-scope = <value>: its execution-only sandboxes.
+	OpenHandsExecutionScope string `toml:"openhands_execution_scope"`
+	// Home (home) is the container path of the sandbox home, e.g.
+	// "/var/openhands/.openhands": the bind mount there is the home whose
+	// cache_dirs are emptied. Absolute, clean. Optional.
+	Home string `toml:"home"`
+	// Workspaces (workspaces) are container paths of workspaces (shed of
+	// dependencies under disk pressure, archived before removal).
+	Workspaces []string `toml:"workspaces"`
+	// Roots (roots) are host folders under which bind-mount sources are
+	// managed; nothing outside them is ever touched. Absolute, "~/"
+	// expands; not "/". Their direct child folders that no container
+	// mounts are listed as unowned.
+	Roots []string `toml:"roots"`
+	// Host (host) is the Engine's address, e.g. "unix:///run/docker.sock".
+	// Default: $DOCKER_HOST, else the platform's default socket.
+	Host string `toml:"host"`
+
+	PolicyOverrides
+}
+
+// Table returns "docker".
+func (DockerSource) Table() string { return "docker" }
+
+// Label names of the OpenHands presets.
+const (
+	OpenHandsRuntimeOwnerLabel   = "ai.openhands.runtime-owner"
+	OpenHandsExecutionScopeLabel = "ai.openhands.execution-scope"
+)
+
+// Selector returns the labels a container must carry: Labels with the
+// presets added.
+func (d DockerSource) Selector() map[string]string {
+	sel := map[string]string{}
+	for k, v := range d.Labels {
+		sel[k] = v
+	}
+	if d.OpenHandsRuntimeOwner != "" {
+		sel[OpenHandsRuntimeOwnerLabel] = d.OpenHandsRuntimeOwner
+	}
+	if d.OpenHandsExecutionScope != "" {
+		sel[OpenHandsExecutionScopeLabel] = d.OpenHandsExecutionScope
+	}
+	return sel
+}
 
 // geteuid is replaced in tests.
 var geteuid = os.Geteuid
@@ -178,12 +269,20 @@ func (c *Config) resolve() {
 	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir} {
 		*p = expandHome(*p)
 	}
+	if c.Archive.S3 != nil {
+		c.Archive.S3.CredentialsFile = expandHome(c.Archive.S3.CredentialsFile)
+	}
 	for i := range c.Worktrees {
 		w := &c.Worktrees[i]
 		w.Repo, w.Root = expandHome(w.Repo), expandHome(w.Root)
 	}
 	for i := range c.Dirs {
 		c.Dirs[i].Root = expandHome(c.Dirs[i].Root)
+	}
+	for i := range c.Docker {
+		for j, r := range c.Docker[i].Roots {
+			c.Docker[i].Roots[j] = expandHome(r)
+		}
 	}
 	for i := range c.E2B {
 		c.E2B[i].APIKeyFile = expandHome(c.E2B[i].APIKeyFile)
@@ -231,6 +330,9 @@ func (c *Config) sources() []keyedSource {
 	}
 	for i := range c.Dirs {
 		out = append(out, keyedSource{fmt.Sprintf("dirs[%d]", i), &c.Dirs[i]})
+	}
+	for i := range c.Docker {
+		out = append(out, keyedSource{fmt.Sprintf("docker[%d]", i), &c.Docker[i]})
 	}
 	for i := range c.E2B {
 		out = append(out, keyedSource{fmt.Sprintf("e2b[%d]", i), &c.E2B[i]})

@@ -261,8 +261,8 @@ func TestUnknownKeys(t *testing.T) {
 			[]problem{{1, "polcy", `unknown table [polcy]; did you mean "policy"?`}}},
 		{"sub-table", "[policy]\n[policy.docker]\nx = 1\n",
 			[]problem{{2, "policy.docker", `unknown table [policy.docker]`}}},
-		{"array of tables", "[[docker]]\nimage = \"x\"\n[[docker]]\n",
-			[]problem{{1, "docker", `unknown array of tables [[docker]]`}}},
+		{"array of tables", "[[podman]]\nimage = \"x\"\n[[podman]]\n",
+			[]problem{{1, "podman", `unknown array of tables [[podman]]`}}},
 		{"dotted", "policy.foo.x = 1\npolicy.foo.y = 2\n",
 			[]problem{{1, "policy.foo", `unknown key "foo" in [policy]`}}},
 		{"in dirs", "[[worktrees]]\nrepo = \"/r\"\n[[dirs]]\nroot = \"/d\"\n" + strings.Repeat("\n", 35) + "workspaces = [\"w\"]\nws = 1\n",
@@ -273,8 +273,10 @@ func TestUnknownKeys(t *testing.T) {
 			[]problem{{1, `"policy.disk_high"`, `unknown key "policy.disk_high" at top level`}}},
 		{"future section", "[server]\nlisten = \":8080\"\n",
 			[]problem{{1, "server", `unknown table [server]`}}},
-		{"archive s3", "[archive.s3]\nbucket = \"b\"\n",
-			[]problem{{1, "archive.s3", `unknown table [archive.s3]`}}},
+		{"archive s3", "[archive.s3]\nendpoint = \"http://127.0.0.1:7070\"\nbuckt = \"b\"\n",
+			[]problem{{3, "archive.s3.buckt", `unknown key "buckt" in [archive.s3]; did you mean "bucket"?`}}},
+		{"archive s3 without bucket", "[archive.s3]\nendpoint = \"ftp://x\"\n",
+			[]problem{{1, "archive.s3.bucket", `required: the bucket archives go to`}, {2, "archive.s3.endpoint", `"ftp://x": want http://, https:// or host:port`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -164,12 +164,10 @@ func (s *scanner) header(e *unstable.Node) (keyPath, bool) {
 	switch k, ok := s.schema.kinds[path.norm()]; {
 	case !ok:
 		return path, !s.reportUnknown(path, line, e.Kind)
-	case k == kindStringMap:
-		return path, true // its keys are free; value checks each is a string
 	case k == kindTables:
 		s.add(path, line, "is an array of tables: write [[%s]] for each entry", path)
 		return path, false
-	case k != kindTable:
+	case k != kindTable && k != kindStringMap:
 		s.add(path, line, "want %s, got a table", k.want())
 		return path, false
 	}
@@ -191,16 +189,20 @@ func (s *scanner) key(table keyPath, e *unstable.Node) (keyPath, int) {
 // value checks the value v of key path against the schema.
 func (s *scanner) value(path keyPath, line int, v *unstable.Node) {
 	k, ok := s.schema.kinds[path.norm()]
-	if !ok && len(path) > 1 && s.schema.kinds[path[:len(path)-1].norm()] == kindStringMap {
-		// A key of a table of strings (metadata, labels): any name.
-		s.wantKind(path, line, kindString, v, unstable.String)
-		return
-	}
 	if !ok {
+		if s.inStringMap(path, line, v) {
+			return
+		}
 		s.reportUnknown(path, line, unstable.Invalid)
 		return
 	}
 	switch k {
+	case kindStringMap:
+		if v.Kind != unstable.InlineTable {
+			s.wrongType(path, line, k, v)
+			return
+		}
+		s.inlineTable(path, v)
 	case kindTable:
 		if v.Kind != unstable.InlineTable {
 			s.wrongType(path, line, k, v)
@@ -239,12 +241,6 @@ func (s *scanner) value(path keyPath, line int, v *unstable.Node) {
 		if v.Kind != unstable.Integer && v.Kind != unstable.Float {
 			s.wrongType(path, line, k, v)
 		}
-	case kindStringMap:
-		if v.Kind != unstable.InlineTable {
-			s.wrongType(path, line, k, v)
-			return
-		}
-		s.inlineTable(path, v)
 	case kindDuration:
 		if !s.wantKind(path, line, k, v, unstable.String) {
 			return
@@ -336,6 +332,32 @@ func (s *scanner) inlineTable(path keyPath, v *unstable.Node) {
 		child, line := s.key(path, kv)
 		s.value(child, line, kv.Value())
 	}
+}
+
+// inStringMap checks an entry of a table of strings (labels), whose names
+// are the user's: it must be a string, directly in the table. It returns
+// false when path lies in no such table.
+func (s *scanner) inStringMap(path keyPath, line int, v *unstable.Node) bool {
+	for i := len(path) - 1; i > 0; i-- {
+		if s.schema.kinds[path[:i].norm()] != kindStringMap {
+			continue
+		}
+		if i != len(path)-1 {
+			s.add(path[:i+1], line, "a name with dots must be quoted: write %s.%q", path[:i], strings.Join(names(path[i:]), "."))
+			return true
+		}
+		s.wantKind(path, line, kindString, v, unstable.String)
+		return true
+	}
+	return false
+}
+
+func names(k keyPath) []string {
+	var out []string
+	for _, s := range k {
+		out = append(out, s.name)
+	}
+	return out
 }
 
 // reportUnknown reports the first part of path that the schema does not

@@ -11,9 +11,9 @@ import (
 
 // The schema is derived from the struct tags of Config, so that a section
 // added to Config is known to Parse without further work. Field types it
-// knows: string, bool, int*, float64, map[string]string (a table of any
-// keys whose values are strings), Duration, Fraction, []string, structs (tables),
-// []struct (arrays of tables), and pointers to these. Any other type panics
+// knows: string, bool, int*, float64, Duration, Fraction, []string, map[string]string
+// (a table of strings with names of the user's choosing, such as labels),
+// structs (tables), []struct (arrays of tables), and pointers to these. Any other type panics
 // on first use, which every test of this package catches.
 
 // valueKind is what a key holds.
@@ -54,7 +54,7 @@ func (k valueKind) want() string {
 	case kindFloat:
 		return "a number"
 	case kindStringMap:
-		return `a table of strings such as { key = "value" }`
+		return `a table of strings such as {"name" = "value"}`
 	}
 	return "nothing"
 }
@@ -116,11 +116,11 @@ func (s *schemaInfo) add(path keyPath, t reflect.Type) {
 		s.kinds[key] = kindInt
 	case t.Kind() == reflect.Float64:
 		s.kinds[key] = kindFloat
-	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
-		s.kinds[key] = kindStringMap
 	case t.Kind() == reflect.Struct:
 		s.kinds[key] = kindTable
 		s.addStruct(path, t)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		s.kinds[key] = kindStringMap
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		s.kinds[key] = kindStrings
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:

@@ -25,6 +25,9 @@ import (
 //     in the effective policy of every source that sets either), and
 //     disk_low is not set without disk_high;
 //   - durations are not negative;
+//   - each [[docker]] has a selector (labels or an OpenHands preset), home
+//     and workspaces are absolute clean container paths, and its roots are
+//     checked like other roots;
 //   - remote sources ([[e2b]], [[daytona]], [[http]]): endpoints are
 //     http(s) URLs without credentials (plain http only to loopback), a
 //     credential variable or file but not both, rate in (0, 1000], and a
@@ -36,6 +39,22 @@ func (c *Config) Validate() error {
 	v := &validator{c: c}
 	v.absPath("ledger.path", c.Ledger.Path, "ledger file")
 	v.absPath("archive.dir", c.Archive.Dir, "archive folder")
+	if s3 := c.Archive.S3; s3 != nil {
+		if s3.Endpoint == "" {
+			v.add("archive.s3.endpoint", "required: the S3 server, e.g. \"https://s3.example.com\"")
+		} else if strings.Contains(s3.Endpoint, "://") && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
+			v.add("archive.s3.endpoint", "%q: want http://, https:// or host:port", s3.Endpoint)
+		}
+		if s3.Bucket == "" {
+			v.add("archive.s3.bucket", "required: the bucket archives go to")
+		}
+		if strings.Contains(s3.Prefix, "..") || strings.Contains(s3.Prefix, "//") {
+			v.add("archive.s3.prefix", "%q: no \"..\" or empty segments", s3.Prefix)
+		}
+		if s3.CredentialsFile != "" {
+			v.absPath("archive.s3.credentials_file", s3.CredentialsFile, "credentials file")
+		}
+	}
 	v.policy("policy", c.Policy, nil)
 	for i := range c.Worktrees {
 		w := &c.Worktrees[i]
@@ -67,6 +86,9 @@ func (c *Config) Validate() error {
 			v.subpath(fmt.Sprintf("%s.workspaces[%d]", key, j), w, "runtime folder")
 		}
 		v.policy(key, d.PolicyOverrides, d)
+	}
+	for i := range c.Docker {
+		v.docker(fmt.Sprintf("docker[%d]", i), &c.Docker[i])
 	}
 	v.remote(c)
 	v.overlaps()
@@ -141,7 +163,9 @@ func (v *validator) managed(key, p string) {
 		key:  key,
 		path: p,
 		repo: strings.HasSuffix(key, ".repo"),
-		dirs: strings.HasPrefix(key, "dirs["),
+		// Every child folder of a [[dirs]] root is a runtime, and of a
+		// [[docker]] root one unless a container mounts it.
+		dirs: strings.HasPrefix(key, "dirs[") || strings.HasPrefix(key, "docker["),
 	})
 }
 
@@ -205,6 +229,40 @@ func overlap(a, b area) string {
 // within reports whether clean absolute path p is dir or lies inside it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// docker checks a [[docker]] table.
+func (v *validator) docker(key string, d *DockerSource) {
+	for name := range d.Labels {
+		if strings.TrimSpace(name) == "" {
+			v.add(key+".labels", "a label name is empty")
+		}
+	}
+	if len(d.Selector()) == 0 {
+		v.add(key, "set labels (or openhands_runtime_owner, openhands_execution_scope): without a selector every container of the host would be managed")
+	}
+	if d.Home != "" {
+		v.containerPath(key+".home", d.Home)
+	}
+	for j, w := range d.Workspaces {
+		v.containerPath(fmt.Sprintf("%s.workspaces[%d]", key, j), w)
+	}
+	for j, r := range d.Roots {
+		v.managed(fmt.Sprintf("%s.roots[%d]", key, j), r)
+	}
+	v.policy(key, d.PolicyOverrides, d)
+}
+
+// containerPath checks a path inside a container: absolute and clean.
+func (v *validator) containerPath(key, p string) {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		v.add(key, "%q must be an absolute path inside the container", p)
+	case p == "/":
+		v.add(key, `"/" is the container's whole filesystem: name a mount point`)
+	case filepath.Clean(p) != p:
+		v.add(key, "%q is not clean: write %q", p, filepath.Clean(p))
+	}
 }
 
 // subpath checks a path relative to a runtime folder or home.

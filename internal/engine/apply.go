@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
-	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
@@ -47,7 +45,15 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	}
 	var purges []waiting
 	ours := map[backend.Key]plan.Observed{}
+	// later counts the actions still to come per runtime: only a runtime
+	// with another action ahead is observed again after a step (a walk of
+	// its files, or Engine requests, that would otherwise be wasted).
+	later := map[backend.Key]int{}
+	for _, a := range p.Actions {
+		later[a.Key()]++
+	}
 	for i, a := range p.Actions {
+		later[a.Key()]--
 		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
 		switch {
 		case ctx.Err() != nil:
@@ -62,7 +68,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 			}
 			var chans []<-chan int64
 			r, chans = e.applyOne(ctx, p, a)
-			if r.Outcome == plan.Done && !a.Step.Destructive() {
+			if r.Outcome == plan.Done && !a.Step.Destructive() && later[a.Key()] > 0 {
 				if w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}}); err == nil {
 					if s := w.Find(a.Key()); s != nil {
 						ours[a.Key()] = plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}
@@ -187,6 +193,9 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 		return fail(fmt.Errorf("journal intent: %w", err))
 	}
 	r, chans := e.execute(ctx, p, a, seen)
+	if r.Outcome == plan.Failed && a.Step.Destructive() {
+		e.recordFailure(ctx, a, r.Reason)
+	}
 	outcome := ledger.Outcome{Result: string(r.Outcome), Reason: r.Reason, FreedBytes: a.Bytes, At: e.opts.Now().UTC()}
 	if r.Outcome != plan.Done {
 		outcome.FreedBytes = 0
@@ -216,18 +225,16 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			dir := filepath.Join(e.opts.ArchiveDir, safeName(rt.Backend), safeName(rt.ID), p.CreatedAt.Format("20060102T150405Z"))
-			got, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: dir})
+			got, err := e.export(ctx, ex, rt, p.CreatedAt)
 			if err != nil {
-				e.dropExport(dir)
-				return fail(fmt.Errorf("export (nothing was removed): %w", err))
+				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}
 			exp = &got
 			defer func() {
 				if !kept {
 					// Skipped or failed after the export: an archive
 					// nothing refers to would only take space.
-					e.dropExport(dir)
+					e.dropExport(archive.ObjectBase(rt.Backend, rt.ID, p.CreatedAt), got)
 				}
 			}()
 		case rt.Unsaved != "":
@@ -382,30 +389,16 @@ func (e *Engine) markState(ctx context.Context, k backend.Key, state backend.Sta
 
 func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *backend.Export, at time.Time) (string, error) {
 	id := plan.NewID(e.opts.Now())
-	manifest, _ := jsonMarshal(map[string]any{"survives": exp.Survives, "restore": exp.Restore, "path": rt.Path,
-		"home": rt.Home, "workspaces": rt.Workspaces, "source": rt.Source})
+	manifest := exp.Manifest
+	if len(manifest) == 0 {
+		manifest, _ = jsonMarshal(map[string]any{"survives": exp.Survives, "restore": exp.Restore, "path": rt.Path,
+			"home": rt.Home, "workspaces": rt.Workspaces, "source": rt.Source})
+	}
+	var objs []ledger.ArchiveObject
+	for _, o := range exp.Objects {
+		objs = append(objs, ledger.ArchiveObject{Name: o.Name, Bytes: o.Bytes, SHA256: o.SHA256})
+	}
 	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: toLedgerKey(rt.Key), CreatedAt: at.UTC(),
-		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Manifest: manifest})
+		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Objects: objs, Manifest: manifest})
 	return id, err
-}
-
-// dropExport removes an archive folder this pass wrote and did not record.
-func (e *Engine) dropExport(dir string) {
-	if _, err := deletion.Delete(context.Background(), filepath.Dir(dir), filepath.Base(dir), deletion.Options{}); err != nil {
-		e.log.Warn("remove unused export", "dir", dir, "err", err)
-	}
-}
-
-// safeName makes an id usable as one path component.
-func safeName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == 0 || r == '\\' {
-			return '_'
-		}
-		return r
-	}, s)
-	if s == "" || s == "." || s == ".." {
-		s = "_" + s
-	}
-	return s
 }

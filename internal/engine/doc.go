@@ -12,6 +12,14 @@
 // journal the outcome. The slow deletion happens afterwards, from the trash.
 // Apply never does more than the plan says; it may do less.
 //
+// Archives go to Options.Sink (a local folder by default, or S3): the sink
+// is checked first, the backend's Exporter writes and reads back every
+// object, the engine reads the manifest back once more, and only then is
+// the archive recorded and the runtime touched. An export that fails, or
+// that is not recorded because the action was skipped or failed later, is
+// removed from the sink again. A failed archive or delete also leaves a
+// "failed" notice in the ledger, besides the result and the journal.
+//
 // Recover, run at start-up, finishes what a crash left half done: an
 // archive whose runtime was already marked archived is removed; anything
 // else is recorded as interrupted and planned again by the next pass. The

@@ -14,6 +14,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/diskusage"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/sink"
 	"github.com/reclaimer/reclaimer/internal/trash"
 )
 
@@ -34,8 +35,14 @@ type Options struct {
 	Sources []Source
 	// StateDir holds the per-runtime lock files.
 	StateDir string
-	// ArchiveDir is where archives are written.
+	// ArchiveDir is where archives are written when Sink is nil, and the
+	// parent of the private staging folders of exports.
 	ArchiveDir string
+	// Sink stores archives; nil means a local folder sink at ArchiveDir.
+	Sink sink.Sink
+	// IncludeDependencies keeps rebuildable dependency folders in
+	// archives ([archive] include_dependencies).
+	IncludeDependencies bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Busy scans for processes using local runtimes; nil: nothing is busy.
@@ -92,6 +99,13 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Sink == nil && opts.ArchiveDir != "" {
+		local, err := sink.NewLocal(opts.ArchiveDir)
+		if err != nil {
+			return nil, fmt.Errorf("new engine: %w", err)
+		}
+		opts.Sink = local
 	}
 	if err := os.MkdirAll(filepath.Join(opts.StateDir, "locks"), 0o700); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

@@ -318,9 +318,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		// Keep the in-memory records in step with what was written.
 		for _, s := range w.Runtimes {
 			if !s.HasRecord {
-				if r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key)); err == nil {
-					s.Record, s.HasRecord = r, true
-				}
+				s.Record, s.HasRecord = observation(s.Runtime, w.Now).FirstRecord(), true
 			}
 		}
 	}
@@ -351,33 +349,45 @@ func (e *Engine) measureFilesystems(w *World) {
 		err error
 	}
 	usageOf := map[string]measured{} // once per managed root
-	for _, s := range w.Runtimes {
-		root := s.Runtime.Root
-		if root == "" {
-			continue
-		}
-		m, ok := usageOf[root]
+	// fsOf measures the filesystem of path (once) and returns its budget id.
+	fsOf := func(path string, set policy.Settings) (string, bool) {
+		m, ok := usageOf[path]
 		if !ok {
-			m.u, m.err = e.opts.Usage(root)
-			usageOf[root] = m
+			m.u, m.err = e.opts.Usage(path)
+			usageOf[path] = m
 			if m.err != nil {
-				w.Problems = append(w.Problems, plan.Skipped{Runtime: root, Reason: "measure disk usage: " + m.err.Error()})
+				w.Problems = append(w.Problems, plan.Skipped{Runtime: path, Reason: "measure disk usage: " + m.err.Error()})
 			}
 		}
 		if m.err != nil {
-			continue
+			return "", false
 		}
 		u := m.u
-		set := s.Source.Settings
 		k := fsKey{u.FSID, set.DiskHigh, set.DiskLow}
 		id, ok := ids[k]
 		if !ok {
 			id = fmt.Sprintf("fs%d", len(ids))
 			ids[k] = id
-			w.Filesystems = append(w.Filesystems, policy.Filesystem{ID: id, Path: root,
+			w.Filesystems = append(w.Filesystems, policy.Filesystem{ID: id, Path: path,
 				UsedBytes: u.UsedBytes, AvailBytes: u.AvailBytes, Fraction: u.Fraction, High: set.DiskHigh, Low: set.DiskLow})
 		}
-		s.Filesystem = id
+		return id, true
+	}
+	for _, s := range w.Runtimes {
+		rt := s.Runtime
+		// A runtime's files are on its root's filesystem; one with no
+		// managed folder (a container with no host mounts) lives on its
+		// storage's (Docker's data root), which is measured in any case.
+		path := cmp.Or(rt.Root, rt.Storage)
+		if path == "" {
+			continue
+		}
+		if id, ok := fsOf(path, s.Source.Settings); ok {
+			s.Filesystem = id
+		}
+		if rt.Storage != "" && rt.Storage != path {
+			fsOf(rt.Storage, s.Source.Settings)
+		}
 	}
 }
 
@@ -410,9 +420,11 @@ func (e *Engine) attachLedgerNarrow(ctx context.Context, w *World) error {
 	return nil
 }
 
-// needsActivity tells whether a source's policies read activity.
+// needsActivity tells whether a source's policies read activity, or (the
+// lifetime cap) when a runtime started, which a container's listing does
+// not tell.
 func needsActivity(s policy.Settings) bool {
-	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0
+	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0 || s.MaxLifetime > 0
 }
 
 // ObserveFully replaces lightly observed runtimes of seen with full

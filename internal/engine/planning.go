@@ -89,7 +89,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		if act.Paths == nil {
 			act.Paths = []string{}
 		}
-		if a.Step.Destructive() && act.Bytes == 0 && s.Runtime.Path != "" {
+		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 			act.Bytes = e.size(ctx, s.Runtime)
 		}
 		p.Actions = append(p.Actions, act)
@@ -215,15 +215,27 @@ func idleAndFree(s *Seen, w *World) bool {
 		s.Runtime.Pinned == "" && !r.Pinned && !r.LeaseUntil.After(w.Now) && s.HeldBy == ""
 }
 
-// size measures a runtime's folder; -1 when it cannot.
+// size measures a runtime's folder, or, for a runtime without one (a
+// container), its home and workspaces inside its root, plus what it keeps
+// in its storage (a writable layer); 0 when it cannot.
 func (e *Engine) size(ctx context.Context, rt backend.Runtime) int64 {
-	rel, err := filepath.Rel(rt.Root, rt.Path)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return 0
+	dirs := []string{rt.Path}
+	if rt.Path == "" {
+		dirs = append([]string{rt.Home}, rt.Workspaces...)
 	}
-	res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		e.log.Warn("measure runtime", "runtime", rt.Key.String(), "err", err)
+	total := max(rt.StorageBytes, 0)
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		rel, err := filepath.Rel(rt.Root, d)
+		if d == "" || seen[d] || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		seen[d] = true
+		res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			e.log.Warn("measure runtime", "runtime", rt.Key.String(), "err", err)
+		}
+		total += res.AllocBytes
 	}
-	return res.AllocBytes
+	return total
 }

@@ -55,6 +55,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			out.Result, out.Reason = ledger.ResultDone, "finished after a restart"
 		case step.Destructive():
 			out.Result, out.Reason = ledger.ResultFailed, "interrupted before the removal; nothing was removed"
+			e.dropInterruptedExport(ctx, k, j.Intent.PlanID)
 		default:
 			out.Result, out.Reason = ledger.ResultSkipped, "interrupted; the next pass plans it again"
 		}

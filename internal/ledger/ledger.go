@@ -124,6 +124,15 @@ type Observation struct {
 	At time.Time
 }
 
+// FirstRecord is the record Observe creates from o for a runtime it had
+// no record of: a pass that just recorded new runtimes knows their records
+// without reading them back (one query each was most of a first pass).
+func (o Observation) FirstRecord() RuntimeRecord {
+	at := o.At.UTC()
+	return RuntimeRecord{Key: o.Key, State: o.State, Home: o.Home, Workspaces: o.Workspaces, Labels: o.Labels,
+		SizeBytes: o.SizeBytes, FirstSeen: at, LastSeen: at}
+}
+
 // Validate rejects an observation with an invalid key or a zero time.
 func (o Observation) Validate() error {
 	if err := o.Key.Validate(); err != nil {
@@ -430,6 +439,10 @@ type Store interface {
 	// ListArchives returns a runtime's archives (every runtime's for the zero
 	// key), newest first.
 	ListArchives(ctx context.Context, key Key) ([]Archive, error)
+	// DeleteArchive removes an archive's record, once its objects are gone
+	// (reclaimer archives prune). Deleting an unknown or already deleted
+	// archive is harmless, so a prune retried after a crash converges.
+	DeleteArchive(ctx context.Context, id string) error
 
 	// RecordNotice records a notice and returns its ID. Recording an
 	// identical notice (same key, kind, step, due, at and message) again

@@ -26,7 +26,7 @@ type genOpts struct {
 
 var (
 	allStates = []backend.State{backend.StateRunning, backend.StateStarting, backend.StateStopped,
-		backend.StateSuspended, backend.StateArchived, backend.StateDeleted, backend.StateMissing, backend.StateUnknown}
+		backend.StateSuspended, backend.StateUnowned, backend.StateArchived, backend.StateDeleted, backend.StateMissing, backend.StateUnknown}
 	// weightedStates favours the states policies act on.
 	weightedStates = append([]backend.State{backend.StateStopped, backend.StateStopped, backend.StateStopped,
 		backend.StateStopped, backend.StateSuspended, backend.StateSuspended, backend.StateRunning}, allStates...)

@@ -190,3 +190,7 @@ func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts ba
 	}
 	return done, errors.Join(errs...)
 }
+
+// RealDir tells whether path is a directory inside root reached without a
+// symbolic link or a mount point on the way.
+func RealDir(root, path string) bool { return Inside(root, path) && realDir(root, path) }

@@ -210,46 +210,36 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	return nil
 }
 
-// Export implements backend.Exporter: a tar.zst of the run folder without
-// its git-ignored dependencies, verified by reading it back.
+// Export implements backend.Exporter: a tar.zst of the run folder with its
+// git-ignored dependency folders left out (kept with
+// opts.IncludeDependencies), stored in opts.Sink and read back
+// (archive.ExportFolders).
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
 	deps, err := local.Dependencies(ctx, b.Git, rt)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 	}
-	var skip []string
-	var excluded []string
+	var depPaths []string
 	for _, d := range deps {
-		rel, _ := filepath.Rel(rt.Path, d.Path)
-		skip = append(skip, rel)
-		excluded = append(excluded, rel+" (rebuildable, not kept)")
+		depPaths = append(depPaths, d.Path)
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-	}
-	tarPath := filepath.Join(opts.Dir, "runtime.tar.zst")
-	obj, stats, err := archive.WriteTarFile(ctx, rt.Path, tarPath, archive.TarOptions{
-		Exclude: func(rel string, isDir bool) bool { return isDir && slices.Contains(skip, rel) },
-	})
+	m, err := archive.ExportFolders(ctx, archive.Request{Sink: opts.Sink, Base: opts.Name, Runtime: rt.ID, Backend: Name,
+		Conversations: opts.Conversations, CreatedAt: opts.CreatedAt, Staging: opts.Dir,
+		IncludeDependencies: opts.IncludeDependencies},
+		[]archive.Folder{{Name: "run", Path: rt.Path, Dependencies: depPaths}})
 	if err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
+		return backend.Export{}, err
 	}
-	if err := archive.VerifyTar(ctx, tarPath, stats.Entries); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: verify: %w", rt.Key, err)
-	}
-	survives := []string{fmt.Sprintf("the run folder: %d files, %d folders, %d links", stats.Files, stats.Dirs, stats.Symlinks)}
-	survives = append(survives, excluded...)
-	m := archive.Manifest{Runtime: rt.ID, Backend: Name, CreatedAt: time.Now().UTC(), Objects: []archive.Object{obj},
-		Survives: survives, Excluded: excluded}
-	if err := archive.WriteManifest(archive.ManifestPath(opts.Dir, "runtime"), m); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-	}
-	return backend.Export{Location: opts.Dir, Formats: []string{"tar.zst"}, Bytes: obj.Bytes, Survives: survives,
-		Restore: "reclaimer restore " + rt.ID}, nil
+	return m.BackendExport(), nil
 }
 
-// Restore implements backend.Restorer.
+// Restore implements backend.Restorer: the run folder is extracted from
+// the sink where it was, or at opts.To.
 func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
+	m, err := archive.ParseManifest(opts.Manifest)
+	if err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
+	}
 	dest := opts.To
 	if dest == "" {
 		dest = filepath.Join(b.Root, k.ID)
@@ -257,15 +247,7 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
 	}
-	tarPath := filepath.Join(opts.Location, "runtime.tar.zst")
-	m, err := archive.ReadManifest(archive.ManifestPath(opts.Location, "runtime"))
-	if err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	if err := m.Verify(ctx); err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	if err := archive.ExtractTar(ctx, tarPath, dest); err != nil {
+	if err := archive.RestoreFolders(ctx, opts.Sink, m, map[string]string{"run": dest}); err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	return dest, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,85 +184,32 @@ func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts bac
 	return local.Reclaim(ctx, b.Git, rt, opts)
 }
 
-// manifestExtra is what Restore needs besides the objects.
-type manifestExtra struct {
-	Repo        string `json:"repo"`
-	Path        string `json:"path"`
-	Branch      string `json:"branch"`
-	Head        string `json:"head"`
-	SnapshotRef string `json:"snapshot_ref"`
-	Bundle      string `json:"bundle"`
-}
-
-// Export implements backend.Exporter.
+// Export implements backend.Exporter: a git bundle of the branch and a
+// snapshot of uncommitted and untracked work, and a patch from the base
+// commit, stored in opts.Sink and read back (archive.ExportWorktree).
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
 	repo := rt.Labels["repo"]
-	ref := "refs/reclaimer/" + sanitizeRef(rt.ID) + "/" + time.Now().UTC().Format("20060102T150405Z")
-	git := b.slowGit()
-	snap, err := archive.SnapshotWorktree(ctx, git, rt.Path, ref)
-	if err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: snapshot: %w", rt.Key, err)
+	if repo == "" {
+		return backend.Export{}, fmt.Errorf("export %s: no repository label", rt.Key)
 	}
-	refs := []string{}
-	if snap.Branch != "" {
-		refs = append(refs, "refs/heads/"+snap.Branch)
-	} else {
-		// Detached: keep the commit reachable through our own ref.
-		headRef := ref + "-head"
-		if _, err := b.Git.Run(ctx, rt.Path, "update-ref", headRef, snap.Head); err != nil {
-			return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-		}
-		refs = append(refs, headRef)
+	at := opts.CreatedAt
+	if at.IsZero() {
+		at = time.Now()
 	}
-	if snap.Commit != "" {
-		refs = append(refs, ref)
-	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-	}
-	bundlePath := filepath.Join(opts.Dir, "worktree.bundle")
-	obj, err := archive.WriteBundle(ctx, git, repo, bundlePath, refs)
-	if err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: bundle: %w", rt.Key, err)
-	}
-	survives := []string{}
-	if snap.Branch != "" {
-		s := "branch " + snap.Branch
-		if snap.Unpushed > 0 {
-			s += fmt.Sprintf(" with %d commits not on any remote", snap.Unpushed)
-		}
-		survives = append(survives, s+" (kept in the repository and in the bundle)")
-	} else {
-		survives = append(survives, "detached HEAD "+snap.Head)
-	}
-	if snap.Changed > 0 {
-		survives = append(survives, fmt.Sprintf("uncommitted changes to %d files", snap.Changed))
-	}
-	if snap.Untracked > 0 {
-		survives = append(survives, fmt.Sprintf("%d untracked files", snap.Untracked))
-	}
-	deps, _ := local.Dependencies(ctx, b.Git, rt)
-	var excluded []string
+	ref := archive.SnapshotRefPrefix + sanitizeRef(rt.ID) + "/" + at.UTC().Format("20060102T150405Z")
+	deps, _ := local.Dependencies(ctx, b.Git, rt) // only listed: git never holds them
+	var depPaths []string
 	for _, d := range deps {
-		rel, _ := filepath.Rel(rt.Path, d.Path)
-		excluded = append(excluded, rel)
+		depPaths = append(depPaths, d.Path)
 	}
-	if len(excluded) > 0 {
-		survives = append(survives, strings.Join(excluded, ", ")+" NOT kept (git-ignored, rebuildable)")
+	m, err := archive.ExportWorktree(ctx, b.slowGit(), archive.Request{Sink: opts.Sink, Base: opts.Name, Runtime: rt.ID,
+		Backend: Name, Conversations: opts.Conversations, CreatedAt: at, Staging: opts.Dir,
+		IncludeDependencies: opts.IncludeDependencies},
+		archive.Worktree{Path: rt.Path, Repo: repo, Ref: ref, Dependencies: depPaths})
+	if err != nil {
+		return backend.Export{}, err
 	}
-	survives = append(survives, "ignored files such as .env are NOT kept")
-	extra, _ := json.Marshal(manifestExtra{Repo: repo, Path: rt.Path, Branch: snap.Branch, Head: snap.Head,
-		SnapshotRef: map[bool]string{true: ref, false: ""}[snap.Commit != ""], Bundle: bundlePath})
-	m := archive.Manifest{Runtime: rt.ID, Backend: Name, CreatedAt: time.Now().UTC(), Objects: []archive.Object{obj},
-		Head: snap.Head, Branch: snap.Branch, Snapshot: snap.Commit, Remote: snap.Remote, Survives: survives, Excluded: excluded}
-	if err := archive.WriteManifest(archive.ManifestPath(opts.Dir, "worktree"), m); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-	}
-	if err := os.WriteFile(filepath.Join(opts.Dir, "restore.json"), extra, 0o600); err != nil {
-		return backend.Export{}, fmt.Errorf("export %s: %w", rt.Key, err)
-	}
-	return backend.Export{Location: opts.Dir, Formats: []string{"git-bundle"}, Bytes: obj.Bytes, Survives: survives,
-		Restore: "reclaimer restore " + rt.ID}, nil
+	return m.BackendExport(), nil
 }
 
 // slowGit is the runner for snapshots, bundles and restores: adding large
@@ -312,34 +258,22 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	return nil
 }
 
-// Restore implements backend.Restorer.
+// Restore implements backend.Restorer: the bundle is read from the sink
+// and the worktree added back to its repository with its branch, snapshot
+// and uncommitted work (archive.RestoreWorktreeFrom).
 func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
-	data, err := os.ReadFile(filepath.Join(opts.Location, "restore.json"))
+	m, err := archive.ParseManifest(opts.Manifest)
 	if err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	var x manifestExtra
-	if err := json.Unmarshal(data, &x); err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	m, err := archive.ReadManifest(archive.ManifestPath(opts.Location, "worktree"))
-	if err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	if err := m.Verify(ctx); err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	dest := opts.To
 	if dest == "" {
-		dest = x.Path
+		dest = m.Path
 	}
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
 	}
-	if err := archive.RestoreWorktree(ctx, b.slowGit(), x.Repo, x.Bundle, dest, x.Branch, x.SnapshotRef); err != nil {
-		return "", fmt.Errorf("restore %s: %w", k, err)
-	}
-	return dest, nil
+	return archive.RestoreWorktreeFrom(ctx, b.slowGit(), opts.Sink, m, dest, opts.Staging)
 }
 
 var (

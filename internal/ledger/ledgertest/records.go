@@ -81,6 +81,19 @@ func testArchives(t *testing.T, s ledger.Store) {
 	if got.Bytes != older.Bytes {
 		t.Fatalf("conflicting record overwrote bytes: %d", got.Bytes)
 	}
+
+	// Deleting (a prune) removes the record; again, or an unknown id, is
+	// harmless; the other archives stay.
+	mustNil(t, "DeleteArchive", s.DeleteArchive(ctx(t), "arch-1"))
+	mustNil(t, "DeleteArchive again", s.DeleteArchive(ctx(t), "arch-1"))
+	mustNil(t, "DeleteArchive unknown", s.DeleteArchive(ctx(t), "arch-404"))
+	_, err = s.Archive(ctx(t), "arch-1")
+	mustBe(t, "Archive after delete", err, ledger.ErrNotFound)
+	list, err = s.ListArchives(ctx(t), ledger.Key{})
+	mustNil(t, "ListArchives after delete", err)
+	mustEqual(t, "after delete", ids(list), []string{"arch-2", "arch-3"})
+	// The id is free again.
+	mustNil(t, "RecordArchive after delete", s.RecordArchive(ctx(t), changed))
 }
 
 func testNotices(t *testing.T, s ledger.Store) {

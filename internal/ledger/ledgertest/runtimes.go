@@ -12,13 +12,16 @@ import (
 
 func testObserveAndGet(t *testing.T, s ledger.Store) {
 	k := key("dir", "run-1")
-	observe(t, s, ledger.Observation{
+	first := ledger.Observation{
 		Key: k, State: "stopped", Home: "/runs/run-1/home",
 		Workspaces: []string{"/runs/run-1/ws-a", "/runs/run-1/ws-b"},
 		Labels:     map[string]string{"owner": "ann", "conversation": "c-42", "odd \"key\"": "back\\slash <&>\nnew line, 日本"},
 		SizeBytes:  123456789, At: t0.In(elsewhere),
-	})
+	}
+	observe(t, s, first)
 	got := getRuntime(t, s, k)
+	// The engine relies on knowing a new runtime's record without reading it.
+	mustEqual(t, "FirstRecord", got, first.FirstRecord())
 	mustEqual(t, "first observation", got, ledger.RuntimeRecord{
 		Key: k, State: "stopped", Home: "/runs/run-1/home",
 		Workspaces: []string{"/runs/run-1/ws-a", "/runs/run-1/ws-b"},

@@ -147,3 +147,15 @@ func (s *Store) ListArchives(ctx context.Context, key ledger.Key) ([]ledger.Arch
 	}
 	return out, nil
 }
+
+// DeleteArchive implements ledger.Store.
+func (s *Store) DeleteArchive(ctx context.Context, id string) error {
+	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM archives WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete archive %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/archive"
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+)
+
+// export writes the runtime's archive into the sink. The exporter reads
+// every object back before it returns (archive.ExportWorktree,
+// ExportFolders); here the sink is checked first, so an unreachable server
+// or a missing bucket fails before anything is read, and the manifest is
+// read back once more: the engine does not remove anything on a backend's
+// word alone.
+func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, at time.Time) (backend.Export, error) {
+	if e.opts.Sink == nil {
+		return backend.Export{}, errors.New("no archive storage configured")
+	}
+	if err := e.opts.Sink.Check(ctx); err != nil {
+		return backend.Export{}, err
+	}
+	if err := os.MkdirAll(e.opts.ArchiveDir, 0o700); err != nil {
+		return backend.Export{}, err
+	}
+	sweepStaging(e.opts.ArchiveDir, e.opts.Now())
+	staging, err := os.MkdirTemp(e.opts.ArchiveDir, ".staging-")
+	if err != nil {
+		return backend.Export{}, err
+	}
+	defer os.RemoveAll(staging)
+	base := archive.ObjectBase(rt.Backend, rt.ID, at)
+	exp, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: staging, Sink: e.opts.Sink,
+		Name: base, IncludeDependencies: e.opts.IncludeDependencies,
+		Conversations: conversations(rt), CreatedAt: at})
+	if err != nil {
+		return backend.Export{}, err
+	}
+	if len(exp.Objects) > 0 {
+		m, err := archive.ReadManifestFrom(ctx, e.opts.Sink, archive.ManifestName(base))
+		if err == nil && len(m.Objects) != len(exp.Objects) {
+			err = fmt.Errorf("the stored manifest lists %d objects, the export %d: %w", len(m.Objects), len(exp.Objects), archive.ErrMismatch)
+		}
+		if err != nil {
+			e.dropExport(base, exp)
+			return backend.Export{}, err
+		}
+	}
+	return exp, nil
+}
+
+// conversations are the runtime's conversation IDs from its labels
+// ("conversation", or a comma-separated "conversations").
+func conversations(rt backend.Runtime) []string {
+	var out []string
+	if c := rt.Labels["conversation"]; c != "" {
+		out = append(out, c)
+	}
+	for _, c := range strings.Split(rt.Labels["conversations"], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// dropExport removes the objects of an export that was not recorded, and
+// its manifest.
+func (e *Engine) dropExport(base string, exp backend.Export) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := []string{archive.ManifestName(base)}
+	for _, o := range exp.Objects {
+		names = append(names, o.Name)
+	}
+	for _, n := range names {
+		if err := e.opts.Sink.Remove(ctx, n); err != nil {
+			e.log.Warn("remove unused export", "object", n, "err", err)
+		}
+	}
+}
+
+// recordFailure adds a "failed" notice for a destructive action that
+// failed: the runtime stays, and whoever watches notices learns why.
+func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
+	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: toLedgerKey(a.Key()), Kind: "failed", Step: string(a.Step),
+		At: e.opts.Now().UTC(), Message: reason})
+	if err != nil {
+		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
+	}
+}
+
+// dropInterruptedExport removes what an export interrupted by a crash left
+// in the sink for runtime k and plan planID: the objects its manifest
+// lists, the objects a worktree or run folder export writes, and the
+// manifest. An archive the ledger recorded is never touched: it may be the
+// only copy of the runtime's work. Plan IDs start with the plan's time,
+// which names the archive's objects (archive.ObjectBase).
+func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planID string) {
+	if e.opts.Sink == nil || len(planID) < len("20060102T150405Z") {
+		return
+	}
+	at, err := time.Parse("20060102T150405Z", planID[:len("20060102T150405Z")])
+	if err != nil {
+		return
+	}
+	base := archive.ObjectBase(k.Backend, k.ID, at)
+	manifest := archive.ManifestName(base)
+	recorded, err := e.opts.Ledger.ListArchives(ctx, toLedgerKey(k))
+	if err != nil {
+		return
+	}
+	for _, a := range recorded {
+		if a.Location == e.opts.Sink.URL(manifest) {
+			return
+		}
+	}
+	exp := backend.Export{}
+	if m, err := archive.ReadManifestFrom(ctx, e.opts.Sink, manifest); err == nil {
+		for _, o := range m.Objects {
+			exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: o.Name})
+		}
+	}
+	for _, ext := range []string{"bundle", "patch", "run.tar.zst"} {
+		exp.Objects = append(exp.Objects, backend.ArchiveObject{Name: base + "." + ext})
+	}
+	e.dropExport(base, exp)
+}
+
+// sweepStaging removes staging folders a crash left behind: those not
+// changed for a day (a running export of another process touches its own
+// folder far more often than that).
+func sweepStaging(dir string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if !ent.IsDir() || !strings.HasPrefix(ent.Name(), ".staging-") {
+			continue
+		}
+		if fi, err := ent.Info(); err == nil && now.Sub(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(filepath.Join(dir, ent.Name()))
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Local stores objects as files below a folder.
+type Local struct {
+	// Root is the folder, absolute. It is created on first use.
+	Root string
+}
+
+// NewLocal returns a sink writing below root (absolute).
+func NewLocal(root string) (*Local, error) {
+	if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("local sink: %q is not an absolute path", root)
+	}
+	return &Local{Root: filepath.Clean(root)}, nil
+}
+
+func (l *Local) path(name string) (string, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.Root, filepath.FromSlash(name)), nil
+}
+
+// URL implements Sink: the object's path.
+func (l *Local) URL(name string) string {
+	return filepath.Join(l.Root, filepath.FromSlash(name))
+}
+
+// Check implements Sink: the folder exists or can be created.
+func (l *Local) Check(ctx context.Context) error {
+	if err := os.MkdirAll(l.Root, 0o700); err != nil {
+		return fmt.Errorf("check archive folder %s: %w", l.Root, err)
+	}
+	return nil
+}
+
+// Put implements Sink: a temporary file beside the object, fsynced, renamed
+// into place, and its folder fsynced. On error nothing is left behind.
+func (l *Local) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	path, err := l.path(name)
+	if err != nil {
+		return 0, fmt.Errorf("put object: %w", err)
+	}
+	n, err := l.put(ctx, path, r)
+	if err != nil {
+		return n, fmt.Errorf("put object %s: %w", path, err)
+	}
+	return n, nil
+}
+
+func (l *Local) put(ctx context.Context, path string, r io.Reader) (int64, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	n, err := copyCtx(ctx, tmp, r)
+	if err != nil {
+		return n, err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		return n, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return n, err
+	}
+	if err := tmp.Close(); err != nil {
+		return n, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return n, err
+	}
+	done = true
+	return n, syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Open implements Sink.
+func (l *Local) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	path, err := l.path(name)
+	if err != nil {
+		return nil, fmt.Errorf("open object: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open object %s: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open object %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Remove implements Sink, and removes the folders the object leaves empty
+// (up to Root), so pruned runtimes leave no empty folders behind.
+func (l *Local) Remove(ctx context.Context, name string) error {
+	path, err := l.path(name)
+	if err != nil {
+		return fmt.Errorf("remove object: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove object %s: %w", path, err)
+	}
+	for dir := filepath.Dir(path); dir != l.Root && strings.HasPrefix(dir, l.Root+"/"); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break // not empty, or gone: either way done
+		}
+	}
+	return nil
+}
+
+var _ Sink = (*Local)(nil)
