@@ -10,6 +10,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/daytona"
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
+	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/native"
@@ -199,5 +200,45 @@ func TestOutageOfOneProviderDoesNotStopTheOther(t *testing.T) {
 	}
 	if d, _ := w.dtn.Get("d"); d.AutoStop != 30 {
 		t.Errorf("daytona not synced during the e2b outage: %+v", d)
+	}
+}
+
+func TestSyncOverTheHTTPProtocol(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	f := fakes.NewHTTPServer(t, "tok", clock.Now, "suspend", "lifecycle", "lifecycle_write", "touch")
+	f.Add(fakes.HTTPRuntime{ID: "r", State: "running", LastActivity: t0.Add(-time.Minute), CreatedAt: t0.Add(-time.Hour),
+		IdleSuspend: 900, Delete: -1})
+	f.Add(fakes.HTTPRuntime{ID: "held", State: "running", LastActivity: t0.Add(-10 * time.Minute), CreatedAt: t0.Add(-time.Hour), IdleSuspend: 1800})
+	b, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, f.URL, remote.BearerAuth(remote.NewSecret("tok")))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := engine.Source{Name: "http[0]", Backend: b, Settings: policy.Settings{IdleSuspend: 30 * time.Minute}}
+	eng, store := fakes.Engine(t, clock, src)
+	ctx := context.Background()
+	if _, err := eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Backend: "http", ID: "held"}, Holder: "agent", TTL: time.Hour, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	opts := native.Options{Sources: []engine.Source{src}, Ledger: store, Now: clock.Now}
+	rep, err := native.Sync(ctx, opts)
+	if err != nil || rep.Failed != 0 || rep.Written != 2 {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	if s := setting(row(t, rep, "r"), backend.TimerDelete); s.Drift != "stricter" {
+		t.Errorf("delete at once upon suspension not reported stricter: %+v", s)
+	}
+	if r, _ := f.Get("r"); r.IdleSuspend != 1800 || r.Delete != 0 {
+		t.Errorf("server after sync: %+v", r)
+	}
+	if r, _ := f.Get("held"); !r.LastActivity.Equal(t0) {
+		t.Errorf("held runtime's idle timer not restarted: %v", r.LastActivity)
+	}
+	// Nothing drifts any more; the hold still restarts its timer.
+	again, err := native.Sync(ctx, opts)
+	if err != nil || again.Drifted != 0 || again.Written != 1 || !row(t, again, "held").Touch {
+		t.Fatalf("second sync: %v %+v", err, again)
 	}
 }
