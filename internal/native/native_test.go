@@ -242,3 +242,27 @@ func TestSyncOverTheHTTPProtocol(t *testing.T) {
 		t.Fatalf("second sync: %v %+v", err, again)
 	}
 }
+
+// TestProvidersActOnTheSyncedTimers: once synced, the providers suspend
+// idle sandboxes by themselves, and the loop finds nothing left to do.
+func TestProvidersActOnTheSyncedTimers(t *testing.T) {
+	w := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute})
+	sel := map[string]string{"o": "r"}
+	w.dtn.Add(fakes.DaytonaSandbox{ID: "d", State: "started", Labels: sel, CreatedAt: t0, LastActivity: t0, AutoDelete: -1}) // auto-stop off
+	w.e2b.Add(fakes.E2BSandbox{ID: "e", State: "running", Metadata: sel, StartedAt: t0, EndAt: t0.Add(24 * time.Hour)})
+	ctx := context.Background()
+	if rep, err := native.Sync(ctx, w.opts); err != nil || rep.Written != 2 {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	w.clock.Advance(31 * time.Minute)
+	if d, _ := w.dtn.Get("d"); d.State != "stopped" {
+		t.Errorf("daytona did not stop it by itself: %s", d.State)
+	}
+	if e, _ := w.e2b.Get("e"); e.State != "paused" {
+		t.Errorf("e2b did not pause it by itself: %s", e.State)
+	}
+	p, _, err := w.eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil || len(p.Actions) != 0 {
+		t.Fatalf("the loop still had work: %v %+v", err, p.Actions)
+	}
+}
