@@ -266,3 +266,31 @@ func TestProvidersActOnTheSyncedTimers(t *testing.T) {
 		t.Fatalf("the loop still had work: %v %+v", err, p.Actions)
 	}
 }
+
+// TestLoopGoesOnDuringAnOutage: one provider down, the other's sandboxes
+// are still suspended in the same pass, and the outage is reported.
+func TestLoopGoesOnDuringAnOutage(t *testing.T) {
+	w := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute})
+	sel := map[string]string{"o": "r"}
+	w.dtn.Add(fakes.DaytonaSandbox{ID: "d", State: "started", Labels: sel, CreatedAt: t0.Add(-2 * time.Hour), LastActivity: t0.Add(-time.Hour), AutoDelete: -1})
+	w.e2b.Add(fakes.E2BSandbox{ID: "e", State: "running", Metadata: sel, StartedAt: t0.Add(-time.Hour), EndAt: t0.Add(time.Hour)})
+	w.e2b.Fail(http.StatusBadGateway, 1000)
+	ctx := context.Background()
+	p, world, err := w.eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Runtime != "d" {
+		t.Fatalf("plan %+v", p.Actions)
+	}
+	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") || p.Skipped[0].Backend != "e2b" {
+		t.Fatalf("outage not reported: %+v", p.Skipped)
+	}
+	res, err := w.eng.Apply(ctx, p, engine.ApplyOptions{World: world})
+	if err != nil || res.Failed() {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if d, _ := w.dtn.Get("d"); d.State != "stopped" {
+		t.Fatalf("daytona sandbox %s", d.State)
+	}
+}
