@@ -150,6 +150,14 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		rt.Native = b.native(s)
 		out = append(out, rt)
 	}
+	// Forget the sandboxes that are gone, so a long-running process does
+	// not keep every ID it ever saw.
+	b.onTimeout.Range(func(id, _ any) bool {
+		if !seen[id.(string)] {
+			b.onTimeout.Delete(id)
+		}
+		return true
+	})
 	return out, nil
 }
 
