@@ -261,6 +261,10 @@ type Locker interface {
 type Lifecycle struct {
 	// IdleSuspend suspends the runtime after this long without activity.
 	IdleSuspend time.Duration `json:"idle_suspend,omitzero"`
+	// IdlePause pauses the runtime, memory kept, after this long without
+	// activity: a cheaper suspend some providers have besides their stop
+	// (Daytona's auto-pause of VM sandboxes).
+	IdlePause time.Duration `json:"idle_pause,omitzero"`
 	// Archive moves a suspended runtime to the provider's cold storage
 	// (files kept) this long after it was suspended.
 	Archive time.Duration `json:"archive,omitzero"`
@@ -274,8 +278,8 @@ type Lifecycle struct {
 	Deadline     time.Time `json:"deadline,omitzero"`
 	DeadlineStep Step      `json:"deadline_step,omitempty"`
 	// Can names the settings the provider lets reclaimer change for this
-	// runtime: TimerIdleSuspend, TimerArchive, TimerDelete, TimerDeadline
-	// and TimerTouch. Set on reads; ignored on writes. Empty: the settings
+	// runtime: TimerIdleSuspend, TimerIdlePause, TimerArchive, TimerDelete,
+	// TimerDeadline and TimerTouch. Set on reads; ignored on writes. Empty: the settings
 	// can only be read (fixed at creation).
 	Can []string `json:"can,omitempty"`
 }
@@ -287,6 +291,7 @@ const Immediately = time.Duration(1)
 // Names of the native settings, in Lifecycle.Can.
 const (
 	TimerIdleSuspend = "idle_suspend"
+	TimerIdlePause   = "idle_pause"
 	TimerArchive     = "archive"
 	TimerDelete      = "delete"
 	TimerDeadline    = "deadline"

@@ -253,7 +253,7 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 	set := cur
 	set.Can = nil
 	changes := 0
-	for _, name := range []string{backend.TimerIdleSuspend, backend.TimerArchive, backend.TimerDelete, backend.TimerDeadline} {
+	for _, name := range []string{backend.TimerIdleSuspend, backend.TimerIdlePause, backend.TimerArchive, backend.TimerDelete, backend.TimerDeadline} {
 		if !t.Has(name) {
 			// No opinion: still show what the provider enforces.
 			if slices.Contains(cur.Can, name) || Describe(name, cur) != Describe(name, backend.Lifecycle{}) {
@@ -274,6 +274,8 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 			switch name {
 			case backend.TimerIdleSuspend:
 				set.IdleSuspend = t.Lifecycle.IdleSuspend
+			case backend.TimerIdlePause:
+				set.IdlePause = t.Lifecycle.IdlePause
 			case backend.TimerArchive:
 				set.Archive = t.Lifecycle.Archive
 			case backend.TimerDelete:

@@ -294,3 +294,30 @@ func TestLoopGoesOnDuringAnOutage(t *testing.T) {
 		t.Fatalf("daytona sandbox %s", d.State)
 	}
 }
+
+func TestAutoPauseAlignedWithIdleSuspend(t *testing.T) {
+	w := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute})
+	sel := map[string]string{"o": "r"}
+	w.dtn.Add(fakes.DaytonaSandbox{ID: "vm", State: "started", Labels: sel, CreatedAt: t0, LastActivity: t0, AutoStop: 30, AutoPause: 5, AutoDelete: -1})
+	w.dtn.Add(fakes.DaytonaSandbox{ID: "plain", State: "started", Labels: sel, CreatedAt: t0, LastActivity: t0, AutoStop: 30, AutoDelete: -1})
+	ctx := context.Background()
+	plan, err := native.Plan(ctx, w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := setting(row(t, plan, "vm"), backend.TimerIdlePause); s.Drift != "stricter" || s.Provider != "5m" || s.Policy != "30m" {
+		t.Fatalf("auto-pause: %+v", s)
+	}
+	if s := setting(row(t, plan, "plain"), backend.TimerIdlePause); s.Policy != "-" || s.Drift != "" {
+		t.Fatalf("auto-pause off is left off: %+v", s)
+	}
+	if _, err := native.Sync(ctx, w.opts); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := w.dtn.Get("vm"); s.AutoPause != 30 {
+		t.Fatalf("auto-pause %d", s.AutoPause)
+	}
+	if s, _ := w.dtn.Get("plain"); s.AutoPause != 0 {
+		t.Fatalf("auto-pause turned on: %d", s.AutoPause)
+	}
+}

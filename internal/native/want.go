@@ -66,6 +66,12 @@ func Want(in Input) Target {
 		t.Lifecycle.IdleSuspend = s.IdleSuspend
 		t.want(backend.TimerIdleSuspend)
 	}
+	if s.IdleSuspend > 0 && in.Provider.IdlePause > 0 {
+		// A pause is a suspend that keeps memory: kept where the provider
+		// has it on, at the policy's idle time.
+		t.Lifecycle.IdlePause = s.IdleSuspend
+		t.want(backend.TimerIdlePause)
+	}
 	if s.Retention > 0 && (can(backend.TimerArchive) || in.Provider.Archive > 0) {
 		// The provider counts from the suspension, the policy from the last
 		// activity; the suspension comes idle_suspend after it.
@@ -161,6 +167,8 @@ func durationOf(name string, l backend.Lifecycle) time.Duration {
 	switch name {
 	case backend.TimerIdleSuspend:
 		return l.IdleSuspend
+	case backend.TimerIdlePause:
+		return l.IdlePause
 	case backend.TimerArchive:
 		return l.Archive
 	case backend.TimerDelete:

@@ -38,6 +38,7 @@ type sandbox struct {
 	CreatedAt      string            `json:"createdAt"`
 	LastActivityAt string            `json:"lastActivityAt"`
 	AutoStop       *float64          `json:"autoStopInterval"`
+	AutoPause      *float64          `json:"autoPauseInterval"`
 	AutoArchive    *float64          `json:"autoArchiveInterval"`
 	AutoDelete     *float64          `json:"autoDeleteInterval"`
 }
@@ -192,9 +193,12 @@ func minutes(f *float64) float64 {
 }
 
 func lifecycleOf(s sandbox) backend.Lifecycle {
-	l := backend.Lifecycle{Can: []string{backend.TimerIdleSuspend, backend.TimerArchive, backend.TimerDelete, backend.TimerTouch}}
+	l := backend.Lifecycle{Can: []string{backend.TimerIdleSuspend, backend.TimerIdlePause, backend.TimerArchive, backend.TimerDelete, backend.TimerTouch}}
 	if m := minutes(s.AutoStop); m > 0 {
 		l.IdleSuspend = time.Duration(m * float64(time.Minute))
+	}
+	if m := minutes(s.AutoPause); m > 0 {
+		l.IdlePause = time.Duration(m * float64(time.Minute))
 	}
 	if m := minutes(s.AutoArchive); m > 0 {
 		l.Archive = time.Duration(m * float64(time.Minute))
@@ -255,6 +259,15 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 			v = toMinutes(want.IdleSuspend)
 		}
 		if err := set("autostop", v); err != nil {
+			return cur, err
+		}
+	}
+	if want.IdlePause != cur.IdlePause {
+		v := int64(0) // 0: disabled
+		if want.IdlePause > 0 {
+			v = toMinutes(want.IdlePause)
+		}
+		if err := set("autopause", v); err != nil {
 			return cur, err
 		}
 	}

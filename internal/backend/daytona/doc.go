@@ -9,6 +9,7 @@
 //	POST   /sandbox/{id}/archive               Delete with StepArchive (cold storage)
 //	DELETE /sandbox/{id}                       Delete
 //	POST   /sandbox/{id}/autostop/{minutes}    NativeLifecycle
+//	POST   /sandbox/{id}/autopause/{minutes}
 //	POST   /sandbox/{id}/autoarchive/{minutes}
 //	POST   /sandbox/{id}/autodelete/{minutes}
 //	POST   /sandbox/{id}/last-activity         NativeLifecycle Touch (a lease)
@@ -17,11 +18,11 @@
 // disk is kept, billing for CPU and memory ends), Deleter (for StepArchive
 // the sandbox goes to Daytona's cold storage, restorable by starting it, so
 // retention loses nothing; for StepDelete it is deleted), NativeLifecycle
-// (auto-stop, auto-archive and auto-delete intervals, all changeable after
-// creation, and the last-activity touch).
+// (auto-stop, auto-pause, auto-archive and auto-delete intervals, all
+// changeable after creation, and the last-activity touch).
 //
-// Interval semantics, exactly as the document states them: auto-stop 0
-// means disabled; auto-archive 0 means the provider's maximum (read as off:
+// Interval semantics, exactly as the document states them: auto-stop and
+// auto-pause 0 mean disabled; auto-archive 0 means the provider's maximum (read as off:
 // Daytona's SDK documents it as "never archive"); auto-delete negative means
 // disabled and 0 means delete at once upon stopping (read as
 // backend.Immediately). Reading never starts a sandbox.

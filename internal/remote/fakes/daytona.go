@@ -27,6 +27,7 @@ type DaytonaSandbox struct {
 	// timers count from there).
 	StoppedAt   time.Time
 	AutoStop    int // 0: off
+	AutoPause   int // 0: off (VM sandboxes: memory kept)
 	AutoArchive int // 0: the provider's maximum, never in this fake
 	AutoDelete  int // negative: off; 0: at once upon stop
 }
@@ -66,8 +67,8 @@ func NewDaytona(t testing.TB, key string, now func() time.Time) *Daytona {
 	return f
 }
 
-// Add puts a sandbox in the fake (defaults: started, Daytona's default
-// intervals: auto-stop 15 minutes, auto-archive 7 days, auto-delete off).
+// Add puts a sandbox in the fake (default state: started; the intervals
+// are as given, zero meaning what Daytona's zero means).
 func (f *Daytona) Add(s DaytonaSandbox) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -114,6 +115,10 @@ func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
 func (f *Daytona) tick() {
 	now := f.Now()
 	for id, s := range f.sandboxes {
+		if s.State == "started" && s.AutoPause > 0 && (s.AutoStop == 0 || s.AutoPause < s.AutoStop) &&
+			!now.Before(s.LastActivity.Add(minutes(s.AutoPause))) {
+			s.State = "paused"
+		}
 		if s.State == "started" && s.AutoStop > 0 && !now.Before(s.LastActivity.Add(minutes(s.AutoStop))) {
 			s.State, s.StoppedAt = "stopped", s.LastActivity.Add(minutes(s.AutoStop))
 		}
@@ -177,7 +182,7 @@ func (f *Daytona) handle(w http.ResponseWriter, r *http.Request, p map[string]st
 		}
 		s.State = "archived"
 		writeJSON(w, http.StatusOK, f.sandbox(s, true))
-	case action == "autostop" || action == "autoarchive" || action == "autodelete":
+	case action == "autostop" || action == "autopause" || action == "autoarchive" || action == "autodelete":
 		n, err := strconv.ParseFloat(p["interval"], 64)
 		if err != nil {
 			daytonaError(w, http.StatusBadRequest, "interval must be a number")
@@ -190,6 +195,12 @@ func (f *Daytona) handle(w http.ResponseWriter, r *http.Request, p map[string]st
 				return
 			}
 			s.AutoStop = int(n)
+		case "autopause":
+			if n < 0 {
+				daytonaError(w, http.StatusBadRequest, "Auto-pause interval must be non-negative")
+				return
+			}
+			s.AutoPause = int(n)
 		case "autoarchive":
 			if n < 0 {
 				daytonaError(w, http.StatusBadRequest, "Auto-archive interval must be non-negative")
@@ -218,7 +229,7 @@ func (f *Daytona) sandbox(s *DaytonaSandbox, full bool) map[string]any {
 	m := map[string]any{"id": s.ID, "organizationId": "org-fake", "name": s.ID, "user": "daytona", "labels": labels,
 		"public": false, "networkBlockAll": false, "target": "us", "cpu": 1, "gpu": 0, "memory": 1, "disk": 3,
 		"toolboxProxyUrl": "https://proxy.fake/toolbox", "state": s.State,
-		"autoStopInterval": s.AutoStop, "autoArchiveInterval": s.AutoArchive, "autoDeleteInterval": s.AutoDelete,
+		"autoStopInterval": s.AutoStop, "autoPauseInterval": s.AutoPause, "autoArchiveInterval": s.AutoArchive, "autoDeleteInterval": s.AutoDelete,
 		"createdAt": s.CreatedAt.UTC().Format(time.RFC3339Nano), "updatedAt": s.CreatedAt.UTC().Format(time.RFC3339Nano)}
 	if !s.LastActivity.IsZero() {
 		m["lastActivityAt"] = s.LastActivity.UTC().Format(time.RFC3339Nano)
