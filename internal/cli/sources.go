@@ -36,5 +36,5 @@ func buildSources(cfg *config.Config) ([]engine.Source, error) {
 
 func settings(p config.Policy) policy.Settings {
 	return policy.Settings{CacheDirs: p.CacheDirs, DiskHigh: p.DiskHigh, DiskLow: p.DiskLow, Retention: p.Retention,
-		Grace: p.Grace, IdleSuspend: p.IdleSuspend, MaxLifetime: p.MaxLifetime}
+		Grace: p.Grace, IdleSuspend: p.IdleSuspend, MaxLifetime: p.MaxLifetime, RegisteredOnly: p.RegisteredOnly}
 }

@@ -65,6 +65,7 @@ func (c *Config) Validate() error {
 		v.policy(key, d.PolicyOverrides, d)
 	}
 	v.overlaps()
+	v.server()
 	return joinErrors(v.errs)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
 // ApplyOptions tune Apply.
@@ -349,6 +350,14 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 		}
 		if a.Step == backend.StepArchive && retentionExtended(s, w.Now) {
 			return s, changed + "retention extended", nil
+		}
+		if a.Step == backend.StepDelete && strings.HasPrefix(a.Reason, policy.OrphanReason) {
+			switch {
+			case len(s.Record.Conversations) > 0:
+				return s, changed + "registered by a host", nil
+			case s.Record.ScheduledStep != string(backend.StepDelete):
+				return s, changed + "no longer scheduled", nil
+			}
 		}
 	}
 	return s, "", nil

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -34,4 +37,26 @@ func (e *Engine) lockRuntime(k backend.Key) (unlock func(), err error) {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// LockRuntime takes the runtime's lock, waiting while a pass acts on it
+// until ctx ends (then it fails with backend.ErrBusy). A caller that
+// writes a hold under it can never interleave with a pass's re-check and
+// removal of the same runtime: either the pass sees the hold, or the hold
+// is written after the pass is done and the caller sees what it did.
+func (e *Engine) LockRuntime(ctx context.Context, k backend.Key) (unlock func(), err error) {
+	const poll = 5 * time.Millisecond // flock has no timeout; passes hold it for microseconds to seconds
+	for {
+		unlock, err := e.lockRuntime(k)
+		if err == nil || !errors.Is(err, backend.ErrBusy) {
+			return unlock, err
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lock %s: a pass is still acting on it: %w", k, backend.ErrBusy)
+		case <-t.C:
+		}
+	}
 }
