@@ -22,6 +22,11 @@ type ApplyOptions struct {
 	// World is the observation the plan was made from, when the caller has
 	// it (a pass plans and applies at once); nil makes Apply observe.
 	World *World
+	// Stop, when closed, ends the apply between two actions, like a
+	// canceled context, but lets the action in flight finish with a live
+	// context (its ledger writes included) and stops waiting for purges:
+	// what a graceful shutdown wants. The rest is left for the next pass.
+	Stop <-chan struct{}
 }
 
 // Apply carries out p: never more than it says, skipping what changed.
@@ -51,7 +56,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	for i, a := range p.Actions {
 		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || closed(opts.Stop):
 			r.Outcome, r.Reason = plan.Pending, "stopped before reaching it"
 		case a.Step == backend.StepDependencies && budgetMet[a.Filesystem]:
 			r.Outcome, r.Reason = plan.Skip, "disk budget met: usage is at or under disk_low"
@@ -73,7 +78,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 			if len(chans) > 0 {
 				if a.Step == backend.StepDependencies {
 					// The budget re-measures once the files are really gone.
-					r.FreedBytes = wait(ctx, chans)
+					r.FreedBytes = wait(ctx, opts.Stop, chans)
 					if met, err := e.budgetMet(ctx, a); err == nil && met {
 						budgetMet[a.Filesystem] = true
 					}
@@ -88,7 +93,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		}
 	}
 	for _, w := range purges {
-		res.Results[w.i].FreedBytes = wait(ctx, w.ch)
+		res.Results[w.i].FreedBytes = wait(ctx, opts.Stop, w.ch)
 	}
 	for _, r := range res.Results {
 		res.FreedBytes += r.FreedBytes
@@ -96,7 +101,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	return res, nil
 }
 
-func wait(ctx context.Context, chans []<-chan int64) int64 {
+func wait(ctx context.Context, stop <-chan struct{}, chans []<-chan int64) int64 {
 	var n int64
 	for _, ch := range chans {
 		select {
@@ -104,9 +109,21 @@ func wait(ctx context.Context, chans []<-chan int64) int64 {
 			n += b
 		case <-ctx.Done():
 			return n
+		case <-stop:
+			return n
 		}
 	}
 	return n
+}
+
+// closed tells whether ch is closed; a nil channel never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // budgetMet re-measures the filesystem of a dependency action.
