@@ -48,6 +48,7 @@ commands:
   log [--json] [--runtime ID] [--limit N]   the journal of actions
   size [--json] PATH...              measure trees as reclaimer deletes them
   usage [--json] PATH...             how full each path's filesystem is
+  serve [--config FILE]              the daemon: passes every [server] interval, and the HTTP API
   version
 
 Without --config, plan and apply accept --repo PATH (a repository's linked
@@ -102,6 +103,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = c.size(ctx, rest)
 	case "usage":
 		err = c.usage(rest)
+	case "serve":
+		err = c.serve(ctx, rest)
 	default:
 		fmt.Fprintf(env.Stderr, "reclaimer: unknown command %q\n\n%s", name, usage)
 		return ExitUsage

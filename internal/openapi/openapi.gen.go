@@ -170,9 +170,9 @@ type ErrorErrorCode string
 // Filesystem defines model for Filesystem.
 type Filesystem struct {
 	AvailBytes int64   `json:"avail_bytes"`
-	Fraction   float32 `json:"fraction"`
-	High       float32 `json:"high"`
-	Low        float32 `json:"low"`
+	Fraction   float64 `json:"fraction"`
+	High       float64 `json:"high"`
+	Low        float64 `json:"low"`
 	Path       string  `json:"path"`
 	UsedBytes  int64   `json:"used_bytes"`
 }
@@ -408,9 +408,9 @@ type Step string
 
 // Usage defines model for Usage.
 type Usage struct {
-	Fraction float32 `json:"fraction"`
-	High     float32 `json:"high"`
-	Low      float32 `json:"low"`
+	Fraction float64 `json:"fraction"`
+	High     float64 `json:"high"`
+	Low      float64 `json:"low"`
 	Path     string  `json:"path"`
 }
 
