@@ -306,9 +306,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	actCtx, cancelActs := context.WithCancel(context.Background())
-	wg.Add(1)
+	actsDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(actsDone)
 		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) { d.log.Error("write activity", "err", err) })
 	}()
 	served := make(chan error, 1)
@@ -338,6 +338,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	wg.Wait()
 	cancelActs()
+	<-actsDone
 	// No request is in flight any more: every acknowledged report is in
 	// the buffer, and this is its last write.
 	if err := d.acts.flush(stopCtx); err != nil {
