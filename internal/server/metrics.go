@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -89,6 +90,21 @@ func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w
 	}
 	for _, g := range w.Gone {
 		m.runtimes.WithLabelValues(g.State, g.Key.Backend).Inc()
+	}
+	// What this pass removed is counted in its new state.
+	if res != nil {
+		for _, r := range res.Results {
+			s := w.Find(backend.Key{Backend: r.Backend, ID: r.Runtime})
+			if r.Outcome != plan.Done || !r.Step.Destructive() || s == nil {
+				continue
+			}
+			m.runtimes.WithLabelValues(string(s.Runtime.State), r.Backend).Dec()
+			state := backend.StateDeleted
+			if r.Step == backend.StepArchive {
+				state = backend.StateArchived
+			}
+			m.runtimes.WithLabelValues(string(state), r.Backend).Inc()
+		}
 	}
 	m.usage.Reset()
 	for _, fs := range w.Filesystems {
