@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,7 +85,9 @@ func decodeError(err error) error {
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		f = strings.Trim(f, `"`)
+		if u, err := strconv.Unquote(f); err == nil {
+			f = u
+		}
 		return badRequest(f, "unknown field %q", f)
 	}
 	return badRequest("", "request body: %v", err)
