@@ -27,7 +27,7 @@ type Env struct {
 	Version    string
 }
 
-const usage = `usage: reclaimer [--config FILE] <command> [arguments]
+const usage = `usage: reclaimer [--config FILE] [--server URL [--token-file FILE]] <command> [arguments]
 
 Reclaims the disk space and money that AI coding agents' runtimes leave behind.
 
@@ -51,6 +51,11 @@ commands:
   serve [--config FILE]              the daemon: passes every [server] interval, and the HTTP API
   version
 
+With --server URL, plan, apply, ls, status, touch, pin, unpin, lease,
+retention, delete and log ask a running daemon (reclaimer serve) instead,
+with the same output; the token is read from --token-file, [server]
+token_file of --config, or api.token in the state folder.
+
 Without --config, plan and apply accept --repo PATH (a repository's linked
 worktrees) and --dir PATH (a folder of run folders). An ID may also be given
 as the runtime's path. STEP is caches, dependencies, suspend, archive or delete.
@@ -61,6 +66,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	global := flag.NewFlagSet("reclaimer", flag.ContinueOnError)
 	global.SetOutput(env.Stderr)
 	configPath := global.String("config", "", "configuration file (TOML)")
+	serverURL := global.String("server", "", "talk to a running daemon at this URL (http://host:port or unix:/path)")
+	tokenFile := global.String("token-file", "", "the daemon's API token (default: [server] token_file, or api.token in the state folder)")
 	global.Usage = func() { fmt.Fprint(env.Stderr, usage) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -73,9 +80,16 @@ func Run(ctx context.Context, args []string, env Env) int {
 		fmt.Fprint(env.Stderr, usage)
 		return ExitUsage
 	}
-	c := &command{env: env, configPath: *configPath}
+	c := &command{env: env, configPath: *configPath, server: *serverURL, tokenFile: *tokenFile}
 	name, rest := args[0], args[1:]
 	var err error
+	if c.server != "" && remoteCommands[name] {
+		return c.exit(c.remote(ctx, name, rest))
+	}
+	if c.server != "" && (name == "restore" || name == "serve") {
+		fmt.Fprintf(env.Stderr, "reclaimer: %s runs on the daemon's host, without --server\n", name)
+		return ExitUsage
+	}
 	switch name {
 	case "version", "--version":
 		fmt.Fprintf(env.Stdout, "reclaimer %s\n", env.Version)
@@ -115,6 +129,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 type command struct {
 	env        Env
 	configPath string
+	server     string // --server: the commands go to a running daemon
+	tokenFile  string
 	failed     bool // some action failed; exit 1
 }
 

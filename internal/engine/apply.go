@@ -32,6 +32,11 @@ type ApplyOptions struct {
 // Apply carries out p: never more than it says, skipping what changed.
 func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*plan.Applied, error) {
 	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions))}
+	unlock, _, err := e.applyLock(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	w := opts.World
 	if w == nil {
 		var err error

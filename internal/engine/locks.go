@@ -60,3 +60,39 @@ func (e *Engine) LockRuntime(ctx context.Context, k backend.Key) (unlock func(),
 		}
 	}
 }
+
+// applyLock is held shared by every Apply and exclusively by Recover, in
+// every process using this state folder: an entry without an outcome is
+// only "what a crash left" when no apply is running anywhere (the CLI
+// next to a running daemon would otherwise finish or fail the daemon's
+// action in flight). exclusive does not wait: it reports ok=false when an
+// apply is running.
+func (e *Engine) applyLock(exclusive bool) (unlock func(), ok bool, err error) {
+	path := filepath.Join(e.opts.StateDir, "locks", "apply.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock applies: %w", err)
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX | unix.LOCK_NB
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.EWOULDBLOCK {
+		f.Close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("lock applies: %w", err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, true, nil
+}

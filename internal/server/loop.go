@@ -66,6 +66,11 @@ func (d *Daemon) pass(ctx context.Context, req passRequest) (*plan.Plan, *plan.A
 		return nil, nil, err
 	}
 	full := len(req.opts.Only) == 0 && req.exact == nil
+	if full {
+		d.stateMu.Lock()
+		d.world = w // what the API reports from, as soon as it is seen
+		d.stateMu.Unlock()
+	}
 	if req.dryRun {
 		d.rememberPlan(p)
 		if full {

@@ -1,0 +1,135 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/server"
+)
+
+// serve starts the daemon for cfg on loopback and returns its URL and
+// token file; the test's cleanup stops it.
+func serve(t *testing.T, cfg string) (url, token string) {
+	t.Helper()
+	ready := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := server.Open(ctx, server.Options{ConfigPath: cfg, Logs: io.Discard, Ready: func(a string) { ready <- a }})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return "http://" + <-ready, d.TokenFile()
+}
+
+// TestCommandsAgainstDaemon: with --server the commands ask the daemon,
+// and their JSON has the shape of the local commands'.
+func TestCommandsAgainstDaemon(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	write(t, filepath.Join(runs, "run1", "persistence", ".cache", "x"), strings.Repeat("c", 8192))
+	write(t, filepath.Join(runs, "run2", "persistence", "notes"), "keep")
+	cfg := config(t, dir, "[server]\nlisten = \"127.0.0.1:0\"\ninterval = \"1h\"\n[[dirs]]\nroot = \""+runs+"\"\nhome = \"persistence\"\n")
+	url, token := serve(t, cfg)
+	remote := func(args ...string) []string {
+		return append([]string{"--server", url, "--token-file", token}, args...)
+	}
+
+	// ls: the same rows as without the daemon (sizes aside: the daemon
+	// reports what the ledger knows).
+	var local, viaServer []map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// The daemon knows paths once its first pass has looked.
+		runJSON(t, &viaServer, remote("ls")...)
+		if len(viaServer) == 2 && viaServer[1]["path"] != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	runJSON(t, &local, "--config", cfg, "ls")
+	if len(local) != len(viaServer) {
+		t.Fatalf("ls: %d rows locally, %d through the daemon", len(local), len(viaServer))
+	}
+	for i := range local {
+		for _, k := range []string{"id", "backend", "state", "path", "retention"} {
+			if !reflect.DeepEqual(local[i][k], viaServer[i][k]) {
+				t.Errorf("ls row %d %s: local %v, daemon %v", i, k, local[i][k], viaServer[i][k])
+			}
+		}
+	}
+
+	out := runOK(t, remote("pin", "run2", "--reason", "demo")...)
+	if !strings.Contains(out, "run2: pinned") {
+		t.Fatalf("pin: %s", out)
+	}
+	runOK(t, remote("touch", "dir/run1")...)
+	runOK(t, remote("retention", "run1", "--days", "3")...)
+	runOK(t, remote("lease", "run1", "--for", "2h")...)
+
+	var p planJSON
+	runJSON(t, &p, remote("plan")...)
+	if p.PlanID == "" || p.skipReason("run2") != "pinned: demo" {
+		t.Fatalf("plan: %+v", p)
+	}
+	var res applyJSON
+	runJSON(t, &res, remote("apply", "--step", "caches")...)
+	if res.PlanID == "" {
+		t.Fatalf("apply: %+v", res)
+	}
+	var st map[string]any
+	runJSON(t, &st, remote("status")...)
+	for _, k := range []string{"filesystems", "runtimes_by_state", "runtimes_by_backend", "reclaimable_bytes_by_step"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("status lacks %s: %v", k, st)
+		}
+	}
+	var entries []map[string]any
+	runJSON(t, &entries, remote("log")...)
+	var localEntries []map[string]any
+	runJSON(t, &localEntries, "--config", cfg, "log")
+	if len(entries) != len(localEntries) {
+		t.Fatalf("log: %d entries through the daemon, %d locally", len(entries), len(localEntries))
+	}
+	for i := range entries {
+		a, _ := json.Marshal(entries[i])
+		b, _ := json.Marshal(localEntries[i])
+		if string(a) != string(b) {
+			t.Errorf("log entry %d differs:\n daemon %s\n local  %s", i, a, b)
+		}
+	}
+
+	// Errors: an unknown runtime is a usage error; a wrong token fails.
+	if _, errOut, code := run(t, remote("pin", "nope")...); code != 2 || !strings.Contains(errOut, "404") {
+		t.Fatalf("unknown runtime: exit %d %s", code, errOut)
+	}
+	write(t, filepath.Join(dir, "wrong"), "not-the-token-at-all")
+	if _, errOut, code := run(t, "--server", url, "--token-file", filepath.Join(dir, "wrong"), "ls"); code != 1 || !strings.Contains(errOut, "401") {
+		t.Fatalf("wrong token: exit %d %s", code, errOut)
+	}
+	// delete removes through the daemon (archived first: a run folder holds work).
+	runOK(t, remote("unpin", "run2")...)
+	var del applyJSON
+	runJSON(t, &del, remote("delete", "run2")...)
+	if len(del.Results) != 1 || del.Results[0].Outcome != "done" {
+		t.Fatalf("delete: %+v", del)
+	}
+	if exists(filepath.Join(runs, "run2")) {
+		t.Fatal("run2 still there")
+	}
+	if _, errOut, code := run(t, remote("restore", "run2")...); code != 2 || !slices.Contains(strings.Fields(errOut), "restore") {
+		t.Fatalf("restore with --server: exit %d %s", code, errOut)
+	}
+}
