@@ -455,13 +455,16 @@ func (d *Daemon) activityKey(ctx context.Context, id, backendName string) (ledge
 	if state, ok := d.keys.get(k); ok {
 		return k, liveState(k, state)
 	}
-	k, err := d.resolveLive(ctx, id, backendName)
+	found, state, err := d.resolve(ctx, id, backendName)
 	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusNotFound && ae.code == openapi.NotFound {
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
 		d.keys.set(k, "") // not seen yet: accepted, and cached so the next report skips the read
-		return ledger.Key{Backend: backendName, ID: id}, nil
+		return k, nil
 	}
-	return k, err
+	if err != nil {
+		return k, err
+	}
+	return found, liveState(found, state)
 }
 
 // activityTime defaults to now and refuses the future (a clock a minute
