@@ -375,7 +375,7 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 		}
 		if a.Step == backend.StepDelete && strings.HasPrefix(a.Reason, policy.OrphanReason) {
 			switch {
-			case len(s.Record.Conversations) > 0:
+			case s.orphanSince().IsZero():
 				return s, changed + "registered by a host", nil
 			case s.Record.ScheduledStep != string(backend.StepDelete):
 				return s, changed + "no longer scheduled", nil

@@ -40,15 +40,28 @@ func (a *api) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(doc)
 }
 
-// GetStatus reports from a fresh dry run when no pass is running, else
-// from the last one.
+// statusReuse is how long a dry run answers status: polling status must
+// not turn into a pass each time.
+const statusReuse = 10 * time.Second
+
+// GetStatus reports from a dry run (a fresh one when the last is older
+// than statusReuse and no pass is running).
 func (a *api) GetStatus(w http.ResponseWriter, r *http.Request) {
 	d := a.d
-	p, _, err := d.pass(r.Context(), passRequest{trigger: "status", dryRun: true, wait: 50 * time.Millisecond})
-	var ae *apiError
-	if err != nil && !(errors.As(err, &ae) && ae.status == http.StatusLocked) {
-		writeError(w, err)
-		return
+	d.stateMu.Lock()
+	p := d.lastDry
+	fresh := p != nil && time.Since(d.lastDryAt) < statusReuse
+	d.stateMu.Unlock()
+	if !fresh {
+		var err error
+		var ae *apiError
+		switch p, _, err = d.pass(r.Context(), passRequest{trigger: "status", dryRun: true, wait: 50 * time.Millisecond}); {
+		case errors.As(err, &ae) && ae.status == http.StatusLocked:
+			// A pass is running: report what was last seen.
+		case err != nil:
+			writeError(w, err)
+			return
+		}
 	}
 	d.stateMu.Lock()
 	world, last, next := d.world, d.lastPass, d.nextPass
@@ -172,7 +185,7 @@ func (d *Daemon) view(ctx context.Context, rec ledger.RuntimeRecord, holds map[l
 	d.stateMu.Lock()
 	world := d.world
 	d.stateMu.Unlock()
-	settings, _ := d.settingsOf(rec.Key.Backend)
+	settings, _ := d.settingsOf(rec.Key.Backend, "")
 	if world != nil {
 		if s := world.Find(bk(rec.Key)); s != nil {
 			v.Path, v.Busy, v.Unsaved = s.Runtime.Path, s.Runtime.Busy, s.Runtime.Unsaved
@@ -180,7 +193,7 @@ func (d *Daemon) view(ctx context.Context, rec ledger.RuntimeRecord, holds map[l
 			if s.Runtime.Pinned != "" {
 				v.Pinned = s.Runtime.Pinned
 			}
-			settings = s.Source.Settings
+			settings, _ = d.settingsOf(rec.Key.Backend, s.Source.Name)
 		}
 	}
 	if at, err := d.store.LastActivity(ctx, rec.Key); err == nil && at.After(v.LastActive) {
@@ -214,9 +227,16 @@ func retentionText(d time.Duration, set bool) string {
 	return s
 }
 
-// settingsOf returns the policy of the first source of a backend.
-func (d *Daemon) settingsOf(backendName string) (policy.Settings, bool) {
-	for _, s := range d.setupNow().sources {
+// settingsOf returns the policy in force of the named source (the one
+// that found the runtime), else of the first source of its backend.
+func (d *Daemon) settingsOf(backendName, source string) (policy.Settings, bool) {
+	srcs := d.setupNow().sources
+	for _, s := range srcs {
+		if s.Name == source && s.Backend.Name() == backendName {
+			return s.Settings, true
+		}
+	}
+	for _, s := range srcs {
 		if s.Backend.Name() == backendName {
 			return s.Settings, true
 		}
@@ -301,12 +321,10 @@ func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 		if r.RegisteredAt.IsZero() {
 			r.RegisteredAt = now
 		}
-		if len(r.Conversations) > 0 {
-			r.ReleasedAt = time.Time{}
-		} else if r.ReleasedAt.IsZero() {
-			r.ReleasedAt = now // registered with no owner: an orphan from now
-		}
-		if r.ScheduledStep == string(backend.StepDelete) && len(r.Conversations) > 0 {
+		// A host registering it takes it back, owners or not: released
+		// only by DELETE.
+		r.ReleasedAt = time.Time{}
+		if r.ScheduledStep == string(backend.StepDelete) {
 			// An orphan's notice: a host owns it now.
 			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
 		}
@@ -703,12 +721,12 @@ func (a *api) LeaseRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID
 		writeError(w, err)
 		return
 	}
-	settings, _ := d.settingsOf(k.Backend)
+	settings, _ := d.settingsOf(k.Backend, "")
 	born := rec.FirstSeen
 	d.stateMu.Lock()
 	if d.world != nil {
 		if s := d.world.Find(bk(k)); s != nil {
-			settings = s.Source.Settings
+			settings, _ = d.settingsOf(k.Backend, s.Source.Name)
 			if !s.Runtime.CreatedAt.IsZero() {
 				born = s.Runtime.CreatedAt
 			}

@@ -90,6 +90,9 @@ type Daemon struct {
 	nextPass time.Time
 	world    *engine.World
 	plans    map[string]cachedPlan
+	// lastDry is the newest full dry run, reused by status for a while.
+	lastDry   *plan.Plan
+	lastDryAt time.Time
 }
 
 type cachedPlan struct {

@@ -32,7 +32,7 @@ import (
 // conversation lets go.
 func TestRegistrationsAndOrphans(t *testing.T) {
 	dir := t.TempDir()
-	runs := runFolders(t, dir, "shared", "stray")
+	runs := runFolders(t, dir, "shared", "stray", "hostowned")
 	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\nregistered_only = true\ngrace = \"0s\"\n")
 	// Register before the daemon's first pass can see them: a second
 	// process (the host) does it through the API once it is up.
@@ -47,6 +47,10 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 	if reg.JSON200 == nil || !slices.Equal(reg.JSON200.Conversations, []string{"c1", "c2", "c3"}) {
 		t.Fatalf("register again: %s", body(reg))
 	}
+	// A host may own one without naming conversations: not an orphan.
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "hostowned"}); status(r) != 200 {
+		t.Fatalf("register without conversations: %s", body(r))
+	}
 	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "docker", Id: "x"}); status(r) != 400 {
 		t.Fatalf("unknown backend: %s", body(r))
 	}
@@ -59,7 +63,7 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 			if r.Runtime == "stray" && r.Outcome == openapi.ResultOutcomeDone {
 				deleted = &r
 			}
-			if r.Runtime == "shared" {
+			if r.Runtime == "shared" || r.Runtime == "hostowned" {
 				t.Fatalf("a registered runtime was acted on: %+v", r)
 			}
 		}
@@ -70,7 +74,7 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 	if deleted == nil || deleted.Step != openapi.Delete || deleted.ArchiveId == "" {
 		t.Fatalf("the orphan was not deleted after an archive: %+v", deleted)
 	}
-	if exists(filepath.Join(runs, "stray")) || !exists(filepath.Join(runs, "shared")) {
+	if exists(filepath.Join(runs, "stray")) || !exists(filepath.Join(runs, "shared")) || !exists(filepath.Join(runs, "hostowned")) {
 		t.Fatal("wrong folders removed")
 	}
 

@@ -95,9 +95,14 @@ func (d *Daemon) pass(ctx context.Context, req passRequest) (*plan.Plan, *plan.A
 // finishPass records the pass for status, metrics and the key cache.
 func (d *Daemon) finishPass(req passRequest, start time.Time, w *engine.World, p *plan.Plan, res *plan.Applied, err error) {
 	took := time.Since(start)
-	d.metrics.observePass(req.trigger, req.dryRun, took, w, res)
-	if w != nil && len(req.opts.Only) == 0 {
+	full := w != nil && len(req.opts.Only) == 0 && req.exact == nil
+	if full {
+		d.metrics.observePass(req.trigger, req.dryRun, took, w, res)
 		d.keys.refresh(w)
+	} else {
+		// A narrowed observation says nothing of the other runtimes: the
+		// gauges keep what the last full pass saw.
+		d.metrics.observePass(req.trigger, req.dryRun, took, nil, res)
 	}
 	if res != nil {
 		for _, r := range res.Results {
@@ -112,8 +117,13 @@ func (d *Daemon) finishPass(req passRequest, start time.Time, w *engine.World, p
 	}
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
-	if w != nil && len(req.opts.Only) == 0 && req.exact == nil {
+	if full {
 		d.world = w
+		if req.dryRun {
+			d.lastDry, d.lastDryAt = p, time.Now()
+		} else {
+			d.lastDry = nil // what it showed was just applied
+		}
 	}
 	if req.dryRun {
 		return

@@ -81,7 +81,7 @@ func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w
 			}
 		}
 	}
-	if w == nil || len(w.Problems) > 0 && len(w.Runtimes) == 0 {
+	if w == nil {
 		return
 	}
 	m.runtimes.Reset()
