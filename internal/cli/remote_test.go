@@ -133,3 +133,22 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 		t.Fatalf("restore with --server: exit %d %s", code, errOut)
 	}
 }
+
+// TestServerOnUnixSocket: the daemon on a Unix socket, the CLI through it.
+func TestServerOnUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	write(t, filepath.Join(runs, "run1", "notes"), "keep")
+	sock := filepath.Join(dir, "r.sock")
+	cfg := config(t, dir, "[server]\nlisten = \"unix:"+sock+"\"\ninterval = \"1h\"\n[[dirs]]\nroot = \""+runs+"\"\n")
+	_, token := serve(t, cfg)
+	var st map[string]any
+	runJSON(t, &st, "--server", "unix:"+sock, "--config", cfg, "status")
+	if _, ok := st["runtimes_by_backend"]; !ok {
+		t.Fatalf("status over the socket: %v", st)
+	}
+	out := runOK(t, "--server", "unix:"+sock, "--token-file", token, "touch", "dir/run1")
+	if !strings.Contains(out, "dir/run1: activity recorded") {
+		t.Fatalf("touch: %s", out)
+	}
+}

@@ -20,6 +20,9 @@ import (
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
+// maxPlans bounds the dry runs kept for POST /v1/passes {plan_id}.
+const maxPlans = 16
+
 // passRequest describes one pass.
 type passRequest struct {
 	trigger string // timer, start, api, watch, reconnect
@@ -162,6 +165,16 @@ func (d *Daemon) rememberPlan(p *plan.Plan) {
 			delete(d.plans, id)
 		}
 	}
+	// A plan of a large host is large: keep the newest few only.
+	for len(d.plans) >= maxPlans {
+		oldest := ""
+		for id, c := range d.plans {
+			if oldest == "" || c.at.Before(d.plans[oldest].at) {
+				oldest = id
+			}
+		}
+		delete(d.plans, oldest)
+	}
 	d.plans[p.ID] = cachedPlan{p: p, at: now}
 }
 
@@ -262,6 +275,12 @@ func (d *Daemon) loop(ctx context.Context) {
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
 	if _, _, err := d.pass(ctx, passRequest{trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
+	}
+	// Expired holds protect nothing; a day of them is kept for reading.
+	if n, err := d.raw.PruneHolds(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+		d.log.Warn("prune expired holds", "err", err)
+	} else if n > 0 {
+		d.log.Debug("pruned expired holds", "holds", n)
 	}
 }
 
