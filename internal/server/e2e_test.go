@@ -129,10 +129,13 @@ func TestHoldBeforeApplyWins(t *testing.T) {
 }
 
 // TestActivityCancelsScheduledArchive: activity reported after the notice
-// cancels it at the next pass; nothing is archived.
+// cancels it at the next pass, even before it is written to the ledger;
+// nothing is archived.
 func TestActivityCancelsScheduledArchive(t *testing.T) {
 	dir, cfg, wts := retentionSetup(t, 2, "")
-	h := startDaemon(t, dir, cfg, server.Options{})
+	// Reports are not written before the pass: the pass must see them
+	// in memory.
+	h := startDaemon(t, dir, cfg, server.Options{ActivityFlush: time.Hour})
 	h.waitFor("the start pass to announce the archives", scheduled(h, "conv2:repo"))
 
 	if r, err := h.api.ReportActivityWithResponse(h.ctx(), "conv1:repo", nil, openapi.Activity{}); err != nil || status(r) != 204 {
