@@ -334,6 +334,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	// Stop: refuse new work, let the action in flight finish.
 	d.stopping.Store(true)
 	close(d.stopCh)
+	d.log.Info("stopping: new requests get 503; the action in flight finishes, the rest waits for the next start")
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), d.opts.StopTimeout)
 	defer cancelStop()
 	if err := srv.Shutdown(stopCtx); err != nil {

@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/openapi"
 	"github.com/reclaimer/reclaimer/internal/server"
 )
@@ -159,5 +161,54 @@ func TestActivityCancelsScheduledArchive(t *testing.T) {
 	}
 	if rt := h.runtime("conv1:repo"); rt.ScheduledStep != "" || time.Since(rt.LastActive) > time.Minute {
 		t.Fatalf("conv1 after activity: %+v", rt)
+	}
+}
+
+// TestStopFinishesTheActionInFlight: SIGTERM (a canceled context) during
+// a pass lets the removal in flight finish and be journaled, leaves the
+// next action for the next start, and exits cleanly.
+func TestStopFinishesTheActionInFlight(t *testing.T) {
+	dir, cfg, wts := retentionSetup(t, 2, "")
+	g := newGate()
+	h := startDaemon(t, dir, cfg, server.Options{WrapSources: gateAll(g)})
+	h.waitFor("the start pass to announce the archives", scheduled(h, "conv2:repo"))
+	passDone := make(chan *openapi.RunPassResponse, 1)
+	go func() {
+		resp, err := h.api.RunPassWithResponse(h.ctx(), openapi.PassRequest{})
+		if err != nil {
+			t.Error(err)
+		}
+		passDone <- resp
+	}()
+	first := <-g.entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.stop() }()
+	h.waitFor("the stop to begin", func() bool { return strings.Contains(h.logs.String(), "stopping:") })
+	close(g.release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	resp := <-passDone
+	if resp == nil || resp.JSON200 == nil || len(resp.JSON200.Applied.Results) != 2 {
+		t.Fatalf("pass: %s", body(resp))
+	}
+	res := resp.JSON200.Applied.Results
+	if res[0].Runtime != first.ID || res[0].Outcome != openapi.ResultOutcomeDone || res[1].Outcome != openapi.ResultOutcomePending {
+		t.Fatalf("results: %+v", res)
+	}
+	kept := wts[1]
+	if first.ID == "conv2:repo" {
+		kept = wts[0]
+	}
+	if !exists(kept) {
+		t.Fatal("the action after the stop was carried out")
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if u, err := st.Unfinished(context.Background()); err != nil || len(u) != 0 {
+		t.Fatalf("unfinished journal entries after a clean stop: %+v %v", u, err)
 	}
 }
