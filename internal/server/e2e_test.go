@@ -11,6 +11,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/openapi"
 	"github.com/reclaimer/reclaimer/internal/server"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
 // retentionSetup makes a repository with worktrees conv1..n, each inactive
@@ -18,7 +19,7 @@ import (
 // 14 days with no notice period.
 func retentionSetup(t *testing.T, n int, serverKeys string) (dir, cfg string, wts []string) {
 	dir = t.TempDir()
-	repo := newRepo(t, filepath.Join(dir, "repo"))
+	repo := testtree.NewRepo(t, filepath.Join(dir, "repo"))
 	root := filepath.Join(dir, "worktrees")
 	for i := 1; i <= n; i++ {
 		wts = append(wts, addWorktree(t, repo, root, "conv"+string(rune('0'+i))))

@@ -208,17 +208,6 @@ func newGate() *gate {
 	return &gate{entered: make(chan backend.Key, 4), release: make(chan struct{})}
 }
 
-// newRepo makes a repository with a commit and a .gitignore.
-func newRepo(t *testing.T, dir string) string {
-	t.Helper()
-	testtree.Write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n.env\n")
-	testtree.Write(t, filepath.Join(dir, "src", "main.go"), "package main\n")
-	testtree.Git(t, dir, "init", "-q")
-	testtree.Git(t, dir, "add", "-A")
-	testtree.Git(t, dir, "commit", "-q", "-m", "initial")
-	return dir
-}
-
 // addWorktree adds worktree conv of repo under wts, with uncommitted work,
 // last touched long ago.
 func addWorktree(t *testing.T, repo, wts, conv string) string {
@@ -230,24 +219,8 @@ func addWorktree(t *testing.T, repo, wts, conv string) string {
 	testtree.Git(t, repo, "worktree", "add", "-q", "-b", "agent/"+conv, wt)
 	testtree.Write(t, filepath.Join(wt, "src", "main.go"), "package main // changed, not committed\n")
 	gitDir := strings.TrimSpace(testtree.Git(t, wt, "rev-parse", "--absolute-git-dir"))
-	age(t, time.Now().Add(-30*24*time.Hour), wt, gitDir)
+	testtree.Age(t, time.Now().Add(-30*24*time.Hour), wt, gitDir)
 	return wt
-}
-
-// age sets the times of everything under each path (links not followed).
-func age(t *testing.T, when time.Time, paths ...string) {
-	t.Helper()
-	for _, root := range paths {
-		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-			if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-				return err
-			}
-			return os.Chtimes(p, when, when)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func exists(path string) bool {
