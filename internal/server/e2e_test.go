@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +213,68 @@ func TestStopFinishesTheActionInFlight(t *testing.T) {
 	defer st.Close()
 	if u, err := st.Unfinished(context.Background()); err != nil || len(u) != 0 {
 		t.Fatalf("unfinished journal entries after a clean stop: %+v %v", u, err)
+	}
+}
+
+// TestHoldsAndAPassNeverBothWin: while a pass removes the first of six
+// runtimes, holds are asked for that one and the last three: the first
+// hold waits and loses (410), the others win, and the pass archives the
+// two runtimes nobody held and skips the held ones. For every runtime,
+// either its hold was granted and it is kept, or it was archived and its
+// hold refused.
+func TestHoldsAndAPassNeverBothWin(t *testing.T) {
+	const n = 6
+	name := func(i int) string { return "conv" + string(rune('0'+i)) + ":repo" }
+	dir, cfg, wts := retentionSetup(t, n, "")
+	g := newGate()
+	h := startDaemon(t, dir, cfg, server.Options{WrapSources: gateAll(g)})
+	for i := 1; i <= n; i++ {
+		h.waitFor("the start pass to announce the archives", scheduled(h, name(i)))
+	}
+	passDone := make(chan openapi.Pass, 1)
+	go func() { passDone <- h.pass(openapi.PassRequest{}) }()
+	if k := <-g.entered; k.ID != name(1) {
+		t.Fatalf("first removal: %v", k)
+	}
+	codes := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	hold := func(id string) {
+		defer wg.Done()
+		resp, err := h.api.TakeHoldWithResponse(h.ctx(), id, nil, openapi.HoldRequest{Holder: "host", Ttl: "10m"})
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		codes[id] = status(resp)
+		mu.Unlock()
+	}
+	for _, i := range []int{4, 5, 6} {
+		wg.Add(1)
+		hold(name(i)) // the pass is stuck on the first: these get in first
+	}
+	wg.Add(1)
+	go hold(name(1)) // waits for the pass
+	close(g.release)
+	p := <-passDone
+	wg.Wait()
+	archived := map[string]bool{}
+	for _, r := range p.Applied.Results {
+		if r.Outcome == openapi.ResultOutcomeDone {
+			archived[r.Runtime] = true
+		}
+	}
+	want := map[string]bool{name(1): true, name(2): true, name(3): true}
+	if !reflect.DeepEqual(archived, want) {
+		t.Fatalf("archived %v, want %v (results %+v)", archived, want, p.Applied.Results)
+	}
+	if codes[name(1)] != 410 || codes[name(4)] != 201 || codes[name(5)] != 201 || codes[name(6)] != 201 {
+		t.Fatalf("holds answered %v", codes)
+	}
+	for i := 1; i <= n; i++ {
+		id := name(i)
+		if codes[id] == 201 && archived[id] || codes[id] == 410 && !archived[id] || exists(wts[i-1]) == archived[id] {
+			t.Errorf("%s: hold %d, archived %v, on disk %v", id, codes[id], archived[id], exists(wts[i-1]))
+		}
 	}
 }
