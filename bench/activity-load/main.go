@@ -55,13 +55,14 @@ func main() {
 func run(url, tokenFile, bin, backendName string, nRuntimes, workers int, duration, warmup time.Duration) error {
 	var stop func() error
 	var ledgerPath string
+	var pid int
 	if url == "" {
 		if bin == "" {
 			return errors.New("give -url (a running daemon) or -reclaimer (a binary to start)")
 		}
 		var err error
 		var cleanup func()
-		url, tokenFile, ledgerPath, stop, cleanup, err = startDaemon(bin, nRuntimes)
+		url, tokenFile, ledgerPath, pid, stop, cleanup, err = startDaemon(bin, nRuntimes)
 		if err != nil {
 			return err
 		}
@@ -93,8 +94,10 @@ func run(url, tokenFile, bin, backendName string, nRuntimes, workers int, durati
 	defer cancel()
 	var wg sync.WaitGroup
 	var measuredStart time.Time
+	var cpuStart time.Duration
 	go func() {
 		time.Sleep(warmup)
+		cpuStart = cpuTime(pid)
 		measuredStart = time.Now()
 		measuring.Store(true)
 	}()
@@ -138,6 +141,7 @@ func run(url, tokenFile, bin, backendName string, nRuntimes, workers int, durati
 	}
 	wg.Wait()
 	elapsed := time.Since(measuredStart)
+	cpu := cpuTime(pid) - cpuStart
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -153,6 +157,10 @@ func run(url, tokenFile, bin, backendName string, nRuntimes, workers int, durati
 	fmt.Printf("latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 		pct(0.50).Round(time.Microsecond), pct(0.90).Round(time.Microsecond), pct(0.99).Round(time.Microsecond),
 		pct(0.999).Round(time.Microsecond), all[len(all)-1].Round(time.Microsecond))
+	if pid > 0 {
+		fmt.Printf("daemon CPU: %.0f%% of one core, %.1f µs per report\n",
+			100*cpu.Seconds()/elapsed.Seconds(), float64(cpu.Microseconds())/float64(len(all)))
+	}
 
 	if stop == nil {
 		return nil
@@ -190,7 +198,7 @@ func run(url, tokenFile, bin, backendName string, nRuntimes, workers int, durati
 
 // startDaemon lays out n run folders and a configuration in a temporary
 // folder and starts bin serve on a free loopback port.
-func startDaemon(bin string, n int) (url, tokenFile, ledgerPath string, stop func() error, cleanup func(), err error) {
+func startDaemon(bin string, n int) (url, tokenFile, ledgerPath string, pid int, stop func() error, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "activity-load-")
 	if err != nil {
 		return
@@ -236,8 +244,30 @@ func startDaemon(bin string, n int) (url, tokenFile, ledgerPath string, stop fun
 		if time.Now().After(deadline) {
 			stop()
 			cleanup()
-			return "", "", "", nil, nil, fmt.Errorf("the daemon did not come up at %s", url)
+			return "", "", "", 0, nil, nil, fmt.Errorf("the daemon did not come up at %s", url)
 		}
 	}
-	return url, filepath.Join(dir, "state", "api.token"), ledgerPath, stop, cleanup, nil
+	return url, filepath.Join(dir, "state", "api.token"), ledgerPath, cmd.Process.Pid, stop, cleanup, nil
+}
+
+// cpuTime is the user and system CPU time of process pid so far (0 when
+// unknown), from /proc/PID/stat in clock ticks of 10 ms.
+func cpuTime(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
