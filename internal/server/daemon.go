@@ -84,6 +84,9 @@ type Daemon struct {
 	stopCh   chan struct{} // closed when a stop begins
 	kickCh   chan backend.Key
 	fullCh   chan struct{}
+	runCtx   context.Context // Serve's, for watchers a reload starts
+	// stopWatch ends the event streams in force (guarded by mu).
+	stopWatch context.CancelFunc
 
 	stateMu  sync.Mutex
 	lastPass *openapi.PassSummary
@@ -264,6 +267,13 @@ func (d *Daemon) loadToken(path string) ([]byte, error) {
 	return []byte(tok), nil
 }
 
+// watchCtx is Serve's context once it runs, else nil.
+func (d *Daemon) watchCtx() context.Context {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.runCtx
+}
+
 // setupNow returns the configuration in force.
 func (d *Daemon) setupNow() *setup {
 	d.mu.RLock()
@@ -322,6 +332,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	wg.Add(2)
 	go func() { defer wg.Done(); d.loop(runCtx) }()
+	d.mu.Lock()
+	d.runCtx = runCtx
+	d.mu.Unlock()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
 
 	var serveErr error

@@ -198,6 +198,20 @@ func TestWatcherRunsNarrowedPass(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "event stream refused") {
 		t.Fatalf("the failed stream was not logged:\n%s", h.logs.String())
 	}
+	// A reload replaces the backends: their event streams start anew.
+	w.mu.Lock()
+	before := w.calls
+	w.mu.Unlock()
+	data, _ := os.ReadFile(h.cfgPath)
+	testtree.Write(t, h.cfgPath, string(data)+"retention = \"30d\"\n")
+	if err := h.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the stream to start again after the reload", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.calls > before
+	})
 }
 
 // TestNoticesAndMetrics: an archive sends signed "scheduled" and

@@ -287,15 +287,7 @@ func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
 // watch runs Watch of every backend that has it, and a narrowed pass
 // (that runtime, caches) for each change, coalescing bursts.
 func (d *Daemon) watch(ctx context.Context) {
-	s := d.setupNow()
-	for i := range s.sources {
-		src := s.sources[i]
-		w, ok := backend.As[backend.Watcher](src.Backend)
-		if !ok {
-			continue
-		}
-		go d.watchOne(ctx, src, w)
-	}
+	d.startWatchers(ctx)
 	for {
 		var k backend.Key
 		select {
@@ -319,6 +311,25 @@ func (d *Daemon) watch(ctx context.Context) {
 			opts: engine.PlanOptions{Only: keys, Steps: []backend.Step{backend.StepCaches}}})
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("pass after a change", "runtimes", len(keys), "err", err)
+		}
+	}
+}
+
+// startWatchers runs Watch for each source of the setup in force that has
+// it, until ctx ends or the next call (a reload) replaces them.
+func (d *Daemon) startWatchers(ctx context.Context) {
+	wctx, cancel := context.WithCancel(ctx)
+	d.mu.Lock()
+	if d.stopWatch != nil {
+		d.stopWatch()
+	}
+	d.stopWatch = cancel
+	s := d.cur
+	d.mu.Unlock()
+	for i := range s.sources {
+		src := s.sources[i]
+		if w, ok := backend.As[backend.Watcher](src.Backend); ok {
+			go d.watchOne(wctx, src, w)
 		}
 	}
 }
@@ -394,6 +405,9 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	d.mu.Lock()
 	d.cur = s
 	d.mu.Unlock()
+	if wctx := d.watchCtx(); wctx != nil {
+		d.startWatchers(wctx) // the new backends' event streams replace the old
+	}
 	d.level.Set(parseLevel(ns.LogLevel))
 	d.closeSetup(old)
 	d.log.Info("reloaded the configuration", "changed", strings.Join(changes, "; "))
