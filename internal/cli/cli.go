@@ -29,7 +29,7 @@ type Env struct {
 	Version    string
 }
 
-const usage = `usage: reclaimer [--config FILE] <command> [arguments]
+const usage = `usage: reclaimer [--config FILE] [--server URL [--token-file FILE]] <command> [arguments]
 
 Reclaims the disk space and money that AI coding agents' runtimes leave behind.
 
@@ -56,7 +56,13 @@ commands:
   usage [--json] PATH...             how full each path's filesystem is
   native plan [--json]               remote sandboxes: provider timers now, what the policy wants, the drift
   native sync [--json]               write the policy into the providers' timers where they allow it
+  serve [--config FILE]              the daemon: passes every [server] interval, and the HTTP API
   version
+
+With --server URL, plan, apply, ls, status, touch, pin, unpin, lease,
+retention, delete and log ask a running daemon (reclaimer serve) instead,
+with the same output; the token is read from --token-file, [server]
+token_file of --config, or api.token in the state folder.
 
 Without --config, plan and apply accept --repo PATH (a repository's linked
 worktrees) and --dir PATH (a folder of run folders). An ID may also be given
@@ -68,6 +74,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	global := flag.NewFlagSet("reclaimer", flag.ContinueOnError)
 	global.SetOutput(env.Stderr)
 	configPath := global.String("config", "", "configuration file (TOML)")
+	serverURL := global.String("server", "", "talk to a running daemon at this URL (http://host:port or unix:/path)")
+	tokenFile := global.String("token-file", "", "the daemon's API token (default: [server] token_file, or api.token in the state folder)")
 	global.Usage = func() { fmt.Fprint(env.Stderr, usage) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,7 +88,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		fmt.Fprint(env.Stderr, usage)
 		return ExitUsage
 	}
-	c := &command{env: env, configPath: *configPath}
+	c := &command{env: env, configPath: *configPath, server: *serverURL, tokenFile: *tokenFile}
 	name, rest := args[0], args[1:]
 	if name != "serve" && os.Getenv("GOGC") == "" {
 		// A one-shot command keeps nearly all it allocates (the observed
@@ -90,6 +98,13 @@ func Run(ctx context.Context, args []string, env Env) int {
 		debug.SetGCPercent(400)
 	}
 	var err error
+	if c.server != "" && remoteCommands[name] {
+		return c.exit(c.remote(ctx, name, rest))
+	}
+	if c.server != "" && (name == "restore" || name == "serve") {
+		fmt.Fprintf(env.Stderr, "reclaimer: %s runs on the daemon's host, without --server\n", name)
+		return ExitUsage
+	}
 	switch name {
 	case "version", "--version":
 		fmt.Fprintf(env.Stdout, "reclaimer %s\n", env.Version)
@@ -121,6 +136,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = c.usage(rest)
 	case "native":
 		err = c.nativeCmd(ctx, rest)
+	case "serve":
+		err = c.serve(ctx, rest)
 	default:
 		fmt.Fprintf(env.Stderr, "reclaimer: unknown command %q\n\n%s", name, usage)
 		return ExitUsage
@@ -131,6 +148,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 type command struct {
 	env        Env
 	configPath string
+	server     string // --server: the commands go to a running daemon
+	tokenFile  string
 	failed     bool // some action failed; exit 1
 }
 

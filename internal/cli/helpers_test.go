@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/reclaimer/reclaimer/internal/cli"
 )
@@ -43,41 +42,6 @@ func runJSON(t *testing.T, v any, args ...string) {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// newRepo makes a repository with a commit, a .gitignore for the usual
-// dependency folders and secrets, and returns its path.
-func newRepo(t *testing.T, dir string) string {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(t, dir, "init", "-q", "-b", "main")
-	write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n.venv/\n.env\ndist/\n")
-	write(t, filepath.Join(dir, "src", "main.go"), "package main\n")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "initial")
-	return dir
-}
-
-// age sets the modification time of everything under each path (links
-// included, never followed) to when.
-func age(t *testing.T, when time.Time, paths ...string) {
-	t.Helper()
-	for _, root := range paths {
-		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-			if err != nil {
-				return err
-			}
-			if fi.Mode()&os.ModeSymlink != 0 {
-				return nil
-			}
-			return os.Chtimes(p, when, when)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // config writes a configuration file whose ledger and archives live in
@@ -153,5 +117,7 @@ var (
 	git = func(t *testing.T, dir string, args ...string) string {
 		return strings.TrimSpace(testtree.Git(t, dir, args...))
 	}
-	write = testtree.Write
+	write   = testtree.Write
+	newRepo = testtree.NewRepo
+	age     = testtree.Age
 )

@@ -1,98 +1,154 @@
 package cli_test
 
 import (
-	"fmt"
-	"os"
+	"context"
+	"encoding/json"
+	"io"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/reclaimer/reclaimer/internal/native"
-	"github.com/reclaimer/reclaimer/internal/plan"
-	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+	"github.com/reclaimer/reclaimer/internal/server"
 )
 
-// TestRemoteSourcesEndToEnd runs the commands against contract fakes of
-// E2B and Daytona, configured as an operator would.
-func TestRemoteSourcesEndToEnd(t *testing.T) {
-	now := time.Now().UTC()
-	fe := fakes.NewE2B(t, "e2b-key-123456", time.Now)
-	fd := fakes.NewDaytona(t, "dtn-key-123456", time.Now)
-	fe.Add(fakes.E2BSandbox{ID: "idle", State: "running", StartedAt: now.Add(-2 * time.Hour), EndAt: now.Add(time.Hour),
-		Metadata: map[string]string{"pool": "agents"}})
-	fe.Add(fakes.E2BSandbox{ID: "theirs", State: "running", StartedAt: now.Add(-2 * time.Hour), EndAt: now.Add(time.Hour),
-		Metadata: map[string]string{"pool": "other"}})
-	fd.Add(fakes.DaytonaSandbox{ID: "d1", State: "started", Labels: map[string]string{"pool": "agents"}, CreatedAt: now.Add(-time.Hour),
-		LastActivity: now.Add(-5 * time.Minute), AutoStop: 15, AutoDelete: 0})
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "reclaimer.toml")
-	doc := fmt.Sprintf(`
-[ledger]
-path = %q
-[archive]
-dir = %q
-[policy]
-idle_suspend = "30m"
-[[e2b]]
-endpoint = %q
-metadata = { pool = "agents" }
-[[daytona]]
-endpoint = %q
-labels = { pool = "agents" }
-rate = 50
-`, filepath.Join(dir, "state", "ledger.db"), filepath.Join(dir, "archives"), fe.URL, fd.URL)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+// serve starts the daemon for cfg on loopback and returns its URL and
+// token file; the test's cleanup stops it.
+func serve(t *testing.T, cfg string) (url, token string) {
+	t.Helper()
+	ready := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := server.Open(ctx, server.Options{ConfigPath: cfg, Logs: io.Discard, Ready: func(a string) { ready <- a }})
+	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	t.Setenv("E2B_API_KEY", "e2b-key-123456")
-	t.Setenv("DAYTONA_API_KEY", "dtn-key-123456")
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return "http://" + <-ready, d.TokenFile()
+}
 
-	var np native.Report
-	runJSON(t, &np, "--config", cfg, "native", "plan")
-	var found bool
-	for _, r := range np.Rows {
-		for _, s := range r.Settings {
-			if r.Runtime == "d1" && s.Name == "idle_suspend" && s.Drift == "stricter" && s.Provider == "15m" {
-				found = true
+// TestCommandsAgainstDaemon: with --server the commands ask the daemon,
+// and their JSON has the shape of the local commands'.
+func TestCommandsAgainstDaemon(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	write(t, filepath.Join(runs, "run1", "persistence", ".cache", "x"), strings.Repeat("c", 8192))
+	write(t, filepath.Join(runs, "run2", "persistence", "notes"), "keep")
+	cfg := config(t, dir, "[server]\nlisten = \"127.0.0.1:0\"\ninterval = \"1h\"\n[[dirs]]\nroot = \""+runs+"\"\nhome = \"persistence\"\n")
+	url, token := serve(t, cfg)
+	remote := func(args ...string) []string {
+		return append([]string{"--server", url, "--token-file", token}, args...)
+	}
+
+	// ls: the same rows as without the daemon (sizes aside: the daemon
+	// reports what the ledger knows).
+	var local, viaServer []map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// The daemon knows paths once its first pass has looked.
+		runJSON(t, &viaServer, remote("ls")...)
+		if len(viaServer) == 2 && viaServer[1]["path"] != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	runJSON(t, &local, "--config", cfg, "ls")
+	if len(local) != len(viaServer) {
+		t.Fatalf("ls: %d rows locally, %d through the daemon", len(local), len(viaServer))
+	}
+	for i := range local {
+		for _, k := range []string{"id", "backend", "state", "path", "retention"} {
+			if !reflect.DeepEqual(local[i][k], viaServer[i][k]) {
+				t.Errorf("ls row %d %s: local %v, daemon %v", i, k, local[i][k], viaServer[i][k])
 			}
 		}
 	}
-	if !found {
-		t.Fatalf("native plan did not report the stricter auto-stop: %+v", np.Rows)
+
+	out := runOK(t, remote("pin", "run2", "--reason", "demo")...)
+	if !strings.Contains(out, "run2: pinned") {
+		t.Fatalf("pin: %s", out)
 	}
-	t.Log("\n" + runOK(t, "--config", cfg, "native", "plan"))
-	out := runOK(t, "--config", cfg, "native", "sync")
-	t.Log("\n" + out)
-	if !strings.Contains(out, "1 runtimes changed") && !strings.Contains(out, "2 runtimes changed") {
-		t.Fatalf("native sync:\n%s", out)
+	runOK(t, remote("touch", "dir/run1")...)
+	runOK(t, remote("retention", "run1", "--days", "3")...)
+	runOK(t, remote("lease", "run1", "--for", "2h")...)
+
+	var p planJSON
+	runJSON(t, &p, remote("plan")...)
+	if p.PlanID == "" || p.skipReason("run2") != "pinned: demo" {
+		t.Fatalf("plan: %+v", p)
 	}
-	if s, _ := fd.Get("d1"); s.AutoStop != 30 || s.AutoDelete != -1 {
-		t.Fatalf("daytona after sync: %+v", s)
+	var res applyJSON
+	runJSON(t, &res, remote("apply", "--step", "caches")...)
+	if res.PlanID == "" {
+		t.Fatalf("apply: %+v", res)
+	}
+	var st map[string]any
+	runJSON(t, &st, remote("status")...)
+	for _, k := range []string{"filesystems", "runtimes_by_state", "runtimes_by_backend", "reclaimable_bytes_by_step"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("status lacks %s: %v", k, st)
+		}
+	}
+	var entries []map[string]any
+	runJSON(t, &entries, remote("log")...)
+	var localEntries []map[string]any
+	runJSON(t, &localEntries, "--config", cfg, "log")
+	if len(entries) != len(localEntries) {
+		t.Fatalf("log: %d entries through the daemon, %d locally", len(entries), len(localEntries))
+	}
+	for i := range entries {
+		a, _ := json.Marshal(entries[i])
+		b, _ := json.Marshal(localEntries[i])
+		if string(a) != string(b) {
+			t.Errorf("log entry %d differs:\n daemon %s\n local  %s", i, a, b)
+		}
 	}
 
-	var p plan.Plan
-	runJSON(t, &p, "--config", cfg, "plan")
-	if len(p.Actions) != 1 || p.Actions[0].Runtime != "idle" || p.Actions[0].Backend != "e2b" {
-		t.Fatalf("plan: %+v", p.Actions)
+	// Errors: an unknown runtime is a usage error; a wrong token fails.
+	if _, errOut, code := run(t, remote("pin", "nope")...); code != 2 || !strings.Contains(errOut, "404") {
+		t.Fatalf("unknown runtime: exit %d %s", code, errOut)
 	}
-	runOK(t, "--config", cfg, "apply")
-	if s, _ := fe.Get("idle"); s.State != "paused" {
-		t.Fatalf("idle is %s", s.State)
+	write(t, filepath.Join(dir, "wrong"), "not-the-token-at-all")
+	if _, errOut, code := run(t, "--server", url, "--token-file", filepath.Join(dir, "wrong"), "ls"); code != 1 || !strings.Contains(errOut, "401") {
+		t.Fatalf("wrong token: exit %d %s", code, errOut)
 	}
-	if s, _ := fe.Get("theirs"); s.State != "running" {
-		t.Fatal("touched a sandbox outside the selector")
+	// delete removes through the daemon (archived first: a run folder holds work).
+	runOK(t, remote("unpin", "run2")...)
+	var del applyJSON
+	runJSON(t, &del, remote("delete", "run2")...)
+	if len(del.Results) != 1 || del.Results[0].Outcome != "done" {
+		t.Fatalf("delete: %+v", del)
 	}
+	if exists(filepath.Join(runs, "run2")) {
+		t.Fatal("run2 still there")
+	}
+	if _, errOut, code := run(t, remote("restore", "run2")...); code != 2 || !slices.Contains(strings.Fields(errOut), "restore") {
+		t.Fatalf("restore with --server: exit %d %s", code, errOut)
+	}
+}
 
-	// A missing credential fails that source alone, and says which
-	// variable, never a value.
-	t.Setenv("DAYTONA_API_KEY", "")
-	stdout, stderr, code := run(t, "--config", cfg, "plan")
-	if code != 0 || !strings.Contains(stdout, "$DAYTONA_API_KEY is not set") || strings.Contains(stdout+stderr, "e2b-key-123456") {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+// TestServerOnUnixSocket: the daemon on a Unix socket, the CLI through it.
+func TestServerOnUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	write(t, filepath.Join(runs, "run1", "notes"), "keep")
+	sock := filepath.Join(dir, "r.sock")
+	cfg := config(t, dir, "[server]\nlisten = \"unix:"+sock+"\"\ninterval = \"1h\"\n[[dirs]]\nroot = \""+runs+"\"\n")
+	_, token := serve(t, cfg)
+	var st map[string]any
+	runJSON(t, &st, "--server", "unix:"+sock, "--config", cfg, "status")
+	if _, ok := st["runtimes_by_backend"]; !ok {
+		t.Fatalf("status over the socket: %v", st)
 	}
-	stdout, _, code = run(t, "--config", cfg, "native", "plan")
-	if code != 1 || !strings.Contains(stdout, "problem: daytona[0]") {
-		t.Fatalf("native plan with a failing source: exit %d\n%s", code, stdout)
+	out := runOK(t, "--server", "unix:"+sock, "--token-file", token, "touch", "dir/run1")
+	if !strings.Contains(out, "dir/run1: activity recorded") {
+		t.Fatalf("touch: %s", out)
 	}
 }

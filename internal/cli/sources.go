@@ -1,66 +1,11 @@
 package cli
 
 import (
-	"fmt"
-	"path/filepath"
-	"time"
-
-	"github.com/reclaimer/reclaimer/internal/backend/docker"
-	"github.com/reclaimer/reclaimer/internal/backend/rundir"
-	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 	"github.com/reclaimer/reclaimer/internal/config"
-	"github.com/reclaimer/reclaimer/internal/dockerclient"
 	"github.com/reclaimer/reclaimer/internal/engine"
-	"github.com/reclaimer/reclaimer/internal/gitcmd"
-	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/sources"
 )
 
 // buildSources turns the configuration's source tables into backends with
 // their effective policies.
-func buildSources(cfg *config.Config) ([]engine.Source, error) {
-	git := gitcmd.Runner{Timeout: 60 * time.Second}
-	var out []engine.Source
-	for i, w := range cfg.Worktrees {
-		out = append(out, engine.Source{
-			Name:     fmt.Sprintf("worktrees[%d]", i),
-			Backend:  &worktree.Backend{Repo: w.Repo, Root: w.Root, Git: git},
-			Settings: settings(cfg.PolicyFor(w)),
-		})
-	}
-	for i, d := range cfg.Dirs {
-		out = append(out, engine.Source{
-			Name: fmt.Sprintf("dirs[%d]", i),
-			Backend: &rundir.Backend{Root: d.Root, Home: d.Home, Workspaces: d.Workspaces, Git: git,
-				CacheDirs: cfg.PolicyFor(d).CacheDirs, ProbeDir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "cache")},
-			Settings: settings(cfg.PolicyFor(d)),
-		})
-	}
-	// One client per Engine address: it makes no request until a listing.
-	clients := map[string]*dockerclient.Client{}
-	for i, d := range cfg.Docker {
-		c, ok := clients[d.Host]
-		if !ok {
-			var err error
-			if c, err = dockerclient.New(d.Host); err != nil {
-				return nil, fmt.Errorf("docker[%d]: %w", i, err)
-			}
-			clients[d.Host] = c
-		}
-		out = append(out, engine.Source{
-			Name: fmt.Sprintf("docker[%d]", i),
-			Backend: &docker.Backend{Client: c, Labels: d.Selector(), Home: d.Home, Workspaces: d.Workspaces,
-				Roots: d.Roots, Git: git},
-			Settings: settings(cfg.PolicyFor(d)),
-		})
-	}
-	remotes, err := remoteSources(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, remotes...), nil
-}
-
-func settings(p config.Policy) policy.Settings {
-	return policy.Settings{CacheDirs: p.CacheDirs, DiskHigh: p.DiskHigh, DiskLow: p.DiskLow, Retention: p.Retention,
-		Grace: p.Grace, IdleSuspend: p.IdleSuspend, MaxLifetime: p.MaxLifetime}
-}
+func buildSources(cfg *config.Config) ([]engine.Source, error) { return sources.Build(cfg) }

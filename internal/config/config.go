@@ -22,6 +22,9 @@ type Config struct {
 	Ledger  Ledger          `toml:"ledger"`
 	Policy  PolicyOverrides `toml:"policy"` // global policy, overridden per source
 	Archive Archive         `toml:"archive"`
+	Server  Server          `toml:"server"`
+	// Notify are the [[notify]] tables: webhooks for notices.
+	Notify []Notify `toml:"notify"`
 
 	// Worktrees are the [[worktrees]] tables: git worktrees of one
 	// repository, or all worktrees under a folder.
@@ -266,7 +269,7 @@ func flagPath(path string) (string, error) {
 // default ledger path and archive folder. It never fails: what it cannot
 // resolve it leaves for Validate to report.
 func (c *Config) resolve() {
-	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir} {
+	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir, &c.Server.TokenFile} {
 		*p = expandHome(*p)
 	}
 	if c.Archive.S3 != nil {

@@ -25,13 +25,14 @@ func TestLoadExample(t *testing.T) {
 		t.Errorf("ledger %q, archive %q", c.Ledger.Path, c.Archive.Dir)
 	}
 	wantPolicy := PolicyOverrides{
-		CacheDirs:   []string{".cache", ".npm", ".cargo/registry"},
-		DiskHigh:    ptr[Fraction](0.85),
-		DiskLow:     ptr[Fraction](0.80),
-		Retention:   ptr(Duration(days(14))),
-		Grace:       ptr(Duration(36 * time.Hour)),
-		IdleSuspend: ptr(Duration(20 * time.Minute)),
-		MaxLifetime: ptr(Duration(12 * time.Hour)),
+		CacheDirs:      []string{".cache", ".npm", ".cargo/registry"},
+		DiskHigh:       ptr[Fraction](0.85),
+		DiskLow:        ptr[Fraction](0.80),
+		Retention:      ptr(Duration(days(14))),
+		Grace:          ptr(Duration(36 * time.Hour)),
+		IdleSuspend:    ptr(Duration(20 * time.Minute)),
+		MaxLifetime:    ptr(Duration(12 * time.Hour)),
+		RegisteredOnly: ptr(false),
 	}
 	if !reflect.DeepEqual(c.Policy, wantPolicy) {
 		t.Errorf("policy:\n got  %s\n want %s", dump(c.Policy), dump(wantPolicy))
@@ -48,8 +49,9 @@ func TestLoadExample(t *testing.T) {
 		Home:       "persistence",
 		Workspaces: []string{"workspace", "shared/out"},
 		PolicyOverrides: PolicyOverrides{
-			DiskHigh:  ptr[Fraction](0.9),
-			CacheDirs: []string{".cache", ".npm", ".gradle/caches"},
+			DiskHigh:       ptr[Fraction](0.9),
+			CacheDirs:      []string{".cache", ".npm", ".gradle/caches"},
+			RegisteredOnly: ptr(true),
 		},
 	}}
 	if !reflect.DeepEqual(c.Dirs, wantDirs) {
@@ -68,6 +70,16 @@ func TestLoadExample(t *testing.T) {
 	dirs := global
 	dirs.DiskHigh, dirs.DiskLow = 0.9, 0.85
 	dirs.CacheDirs = []string{".cache", ".npm", ".gradle/caches"}
+	dirs.RegisteredOnly = true
+	wantServer := ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
+		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second}
+	if got := c.ServerSettings(); got != wantServer {
+		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
+	}
+	wantNotify := []Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
+	if !reflect.DeepEqual(c.Notify, wantNotify) {
+		t.Errorf("notify:\n got  %+v\n want %+v", c.Notify, wantNotify)
+	}
 	for _, tt := range []struct {
 		src  Source
 		want Policy
@@ -271,12 +283,12 @@ func TestUnknownKeys(t *testing.T) {
 			[]problem{{2, "dirs[1].hme", `unknown key "hme" in dirs[1]; did you mean "home"?`}}},
 		{"quoted dotted name", "\"policy.disk_high\" = 0.5\n",
 			[]problem{{1, `"policy.disk_high"`, `unknown key "policy.disk_high" at top level`}}},
-		{"future section", "[server]\nlisten = \":8080\"\n",
-			[]problem{{1, "server", `unknown table [server]`}}},
 		{"archive s3", "[archive.s3]\nendpoint = \"http://127.0.0.1:7070\"\nbuckt = \"b\"\n",
 			[]problem{{3, "archive.s3.buckt", `unknown key "buckt" in [archive.s3]; did you mean "bucket"?`}}},
 		{"archive s3 without bucket", "[archive.s3]\nendpoint = \"ftp://x\"\n",
 			[]problem{{1, "archive.s3.bucket", `required: the bucket archives go to`}, {2, "archive.s3.endpoint", `"ftp://x": want http://, https:// or host:port`}}},
+		{"in server", "[server]\nlisten = \":8080\"\nlisen = \"x\"\n",
+			[]problem{{3, "server.lisen", `unknown key "lisen" in [server]; did you mean "listen"?`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

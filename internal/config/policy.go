@@ -46,6 +46,13 @@ type PolicyOverrides struct {
 	// MaxLifetime (max_lifetime) suspends a runtime this long after it was
 	// created, even when busy. Default off.
 	MaxLifetime *Duration `toml:"max_lifetime"`
+
+	// RegisteredOnly (registered_only) makes a source sweep orphans: what
+	// its selector finds but no host registered through the API (or what
+	// the last owning conversation released) is deleted, after the grace
+	// period and a notice, archived first when it holds unsaved work.
+	// Default false.
+	RegisteredOnly *bool `toml:"registered_only"`
 }
 
 // Overrides returns o itself; source tables get it by embedding, which is
@@ -55,13 +62,14 @@ func (o PolicyOverrides) Overrides() PolicyOverrides { return o }
 // Policy is the effective policy of a source: every key resolved to a plain
 // value. A zero duration or fraction means the feature is off.
 type Policy struct {
-	CacheDirs   []string      // relative to a runtime's home; empty: caches step off
-	DiskHigh    float64       // 0: no disk budget
-	DiskLow     float64       // 0 when DiskHigh is 0; otherwise 0 < DiskLow < DiskHigh
-	Retention   time.Duration // 0: keep forever
-	Grace       time.Duration // 0: no notice period
-	IdleSuspend time.Duration // 0: never suspend for idleness
-	MaxLifetime time.Duration // 0: no lifetime cap
+	CacheDirs      []string      // relative to a runtime's home; empty: caches step off
+	DiskHigh       float64       // 0: no disk budget
+	DiskLow        float64       // 0 when DiskHigh is 0; otherwise 0 < DiskLow < DiskHigh
+	Retention      time.Duration // 0: keep forever
+	Grace          time.Duration // 0: no notice period
+	IdleSuspend    time.Duration // 0: never suspend for idleness
+	MaxLifetime    time.Duration // 0: no lifetime cap
+	RegisteredOnly bool          // sweep what no host registered
 }
 
 // DefaultGrace is the notice period when neither a source table nor
@@ -135,6 +143,9 @@ func (p *Policy) apply(o PolicyOverrides, lowSet *bool) {
 	setDuration(&p.Grace, o.Grace)
 	setDuration(&p.IdleSuspend, o.IdleSuspend)
 	setDuration(&p.MaxLifetime, o.MaxLifetime)
+	if o.RegisteredOnly != nil {
+		p.RegisteredOnly = *o.RegisteredOnly
+	}
 }
 
 func setDuration(dst *time.Duration, v *Duration) {

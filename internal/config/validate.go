@@ -92,6 +92,7 @@ func (c *Config) Validate() error {
 	}
 	v.remote(c)
 	v.overlaps()
+	v.server()
 	return joinErrors(v.errs)
 }
 

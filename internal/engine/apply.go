@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
 // ApplyOptions tune Apply.
@@ -19,11 +21,21 @@ type ApplyOptions struct {
 	// World is the observation the plan was made from, when the caller has
 	// it (a pass plans and applies at once); nil makes Apply observe.
 	World *World
+	// Stop, when closed, ends the apply between two actions, like a
+	// canceled context, but lets the action in flight finish with a live
+	// context (its ledger writes included) and stops waiting for purges:
+	// what a graceful shutdown wants. The rest is left for the next pass.
+	Stop <-chan struct{}
 }
 
 // Apply carries out p: never more than it says, skipping what changed.
 func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*plan.Applied, error) {
 	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions))}
+	unlock, _, err := e.applyLock(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	w := opts.World
 	if w == nil {
 		var err error
@@ -56,7 +68,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		later[a.Key()]--
 		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || closed(opts.Stop):
 			r.Outcome, r.Reason = plan.Pending, "stopped before reaching it"
 		case a.Step == backend.StepDependencies && budgetMet[a.Filesystem]:
 			r.Outcome, r.Reason = plan.Skip, "disk budget met: usage is at or under disk_low"
@@ -78,7 +90,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 			if len(chans) > 0 {
 				if a.Step == backend.StepDependencies {
 					// The budget re-measures once the files are really gone.
-					r.FreedBytes = wait(ctx, chans)
+					r.FreedBytes = wait(ctx, opts.Stop, chans)
 					if met, err := e.budgetMet(ctx, a); err == nil && met {
 						budgetMet[a.Filesystem] = true
 					}
@@ -93,7 +105,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		}
 	}
 	for _, w := range purges {
-		res.Results[w.i].FreedBytes = wait(ctx, w.ch)
+		res.Results[w.i].FreedBytes = wait(ctx, opts.Stop, w.ch)
 	}
 	for _, r := range res.Results {
 		res.FreedBytes += r.FreedBytes
@@ -101,7 +113,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	return res, nil
 }
 
-func wait(ctx context.Context, chans []<-chan int64) int64 {
+func wait(ctx context.Context, stop <-chan struct{}, chans []<-chan int64) int64 {
 	var n int64
 	for _, ch := range chans {
 		select {
@@ -109,9 +121,21 @@ func wait(ctx context.Context, chans []<-chan int64) int64 {
 			n += b
 		case <-ctx.Done():
 			return n
+		case <-stop:
+			return n
 		}
 	}
 	return n
+}
+
+// closed tells whether ch is closed; a nil channel never is.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // budgetMet re-measures the filesystem of a dependency action.
@@ -356,6 +380,14 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 		}
 		if a.Step == backend.StepArchive && retentionExtended(s, w.Now) {
 			return s, changed + "retention extended", nil
+		}
+		if a.Step == backend.StepDelete && strings.HasPrefix(a.Reason, policy.OrphanReason) {
+			switch {
+			case s.orphanSince().IsZero():
+				return s, changed + "registered by a host", nil
+			case s.Record.ScheduledStep != string(backend.StepDelete):
+				return s, changed + "no longer scheduled", nil
+			}
 		}
 	}
 	return s, "", nil

@@ -51,7 +51,24 @@ func (s *Seen) PolicyRecord() policy.Record {
 		Pinned: r.Pinned, PinReason: r.PinReason, LeaseUntil: r.LeaseUntil, HeldBy: s.HeldBy,
 		Retention: r.RetentionOverride, Activity: s.Activity,
 		Scheduled: backend.Step(r.ScheduledStep), ScheduledAt: r.ScheduledAt, ScheduledDue: r.ScheduledDue,
+		Owners: len(r.Conversations), OrphanSince: s.orphanSince(),
 	}
+}
+
+// orphanSince is when the runtime last had no owning conversation: when
+// released, or when first seen if no host ever registered it; zero while
+// owned, or when its source does not sweep orphans.
+func (s *Seen) orphanSince() time.Time {
+	r := s.Record
+	switch {
+	case !s.Source.Settings.RegisteredOnly || len(r.Conversations) > 0:
+		return time.Time{}
+	case !r.ReleasedAt.IsZero():
+		return r.ReleasedAt
+	case r.RegisteredAt.IsZero():
+		return r.FirstSeen
+	}
+	return time.Time{}
 }
 
 // World is what one pass observed.
@@ -311,6 +328,21 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		}
 	}
 	slices.SortFunc(w.Gone, func(a, b ledger.RuntimeRecord) int { return a.Key.Compare(b.Key) })
+	// A source that sweeps orphans needs when each runtime was first seen,
+	// which the light read leaves out: read those records whole (orphans
+	// are few; registered runtimes were read whole already).
+	for _, s := range w.Runtimes {
+		if s.HasRecord && s.Source.Settings.RegisteredOnly {
+			if _, whole := records[s.Runtime.Key]; !whole {
+				r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key))
+				if err != nil {
+					return fmt.Errorf("observe: read runtime %s: %w", s.Runtime.Key, err)
+				}
+				r.State = s.Record.State
+				s.Record = r
+			}
+		}
+	}
 	if opts.Record && len(obs) > 0 {
 		if err := st.Observe(ctx, obs); err != nil {
 			return fmt.Errorf("observe: record runtimes: %w", err)

@@ -14,6 +14,17 @@ import (
 // idempotent: running it twice changes nothing the second time.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
 	st := e.opts.Ledger
+	unlock, ok, err := e.applyLock(true)
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	if !ok {
+		// Another process is applying: its unfinished entries are in
+		// flight, not interrupted. The next start recovers what is left.
+		e.log.Info("recover: another reclaimer is applying a plan; leaving recovery for later")
+		return 0, nil
+	}
+	defer unlock()
 	entries, err := st.Unfinished(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("recover: %w", err)

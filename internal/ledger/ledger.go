@@ -96,6 +96,16 @@ type RuntimeRecord struct {
 	ScheduledAt   time.Time
 	// ArchiveID is the newest verified archive of this runtime, if any.
 	ArchiveID string
+	// Conversations are the owners a host registered (POST /v1/runtimes):
+	// a shared runtime is removed only when the last one lets go.
+	Conversations []string
+	// RegisteredAt is when a host first registered the runtime; zero for
+	// a runtime only ever found by a source's selector.
+	RegisteredAt time.Time
+	// ReleasedAt is when the last owning conversation let go; zero while
+	// one holds it. With RegisteredAt it tells since when a runtime of a
+	// registered_only source has been an orphan.
+	ReleasedAt time.Time
 }
 
 // Validate rejects a record with an invalid key or a time a store cannot
@@ -107,7 +117,8 @@ func (r RuntimeRecord) Validate() error {
 	return errors.Join(
 		checkTime("first seen", r.FirstSeen), checkTime("last seen", r.LastSeen),
 		checkTime("lease", r.LeaseUntil),
-		checkTime("scheduled due", r.ScheduledDue), checkTime("scheduled at", r.ScheduledAt))
+		checkTime("scheduled due", r.ScheduledDue), checkTime("scheduled at", r.ScheduledAt),
+		checkTime("registered at", r.RegisteredAt), checkTime("released at", r.ReleasedAt))
 }
 
 // Observation is what one pass saw of one runtime.

@@ -20,6 +20,9 @@ type Settings struct {
 	Grace       time.Duration
 	IdleSuspend time.Duration
 	MaxLifetime time.Duration
+	// RegisteredOnly: a runtime no host registered (or whose last owning
+	// conversation let go) is an orphan, deleted Grace after it became one.
+	RegisteredOnly bool
 }
 
 // Record is what the ledger knows of a runtime.
@@ -37,6 +40,11 @@ type Record struct {
 	Scheduled    backend.Step
 	ScheduledAt  time.Time
 	ScheduledDue time.Time
+	// Owners is how many conversations a host registered as using it.
+	Owners int
+	// OrphanSince is when it last had no owner: when first seen if never
+	// registered, when released otherwise; zero while owned.
+	OrphanSince time.Time
 }
 
 // Capabilities are the roles a runtime's backend has.
@@ -171,7 +179,12 @@ func Decide(in Input) Output {
 			}
 		}
 
-		// Retention with notice.
+		// Orphan sweep, then retention with notice: an orphan is deleted
+		// (archived first when it holds unsaved work), so retention has
+		// nothing to add.
+		if wants(in, backend.StepDelete) && !acted[c.Runtime.Key] && orphan(&out, c, in.Now, why, acted) {
+			continue
+		}
 		if wants(in, backend.StepArchive) && !acted[c.Runtime.Key] {
 			retention(&out, c, in.Now, why, acted)
 		}
@@ -397,6 +410,69 @@ func retention(out *Output, c *Candidate, now time.Time, why string, acted map[b
 		Bytes: max(c.SizeBytes, 0), Reason: reason + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
 		Filesystem: c.Filesystem})
 	acted[k] = true
+}
+
+// OrphanReason starts the reason of every orphan deletion; apply checks,
+// under the runtime's lock, that it is still an orphan.
+const OrphanReason = "orphan"
+
+// IsOrphan tells whether c is an orphan of a registered_only source.
+func IsOrphan(c *Candidate) bool {
+	return c.Settings.RegisteredOnly && c.Record.Owners == 0 && !c.Record.OrphanSince.IsZero()
+}
+
+// orphan announces, cancels or carries out the deletion of an orphan, and
+// reports whether it decided about c (retention then leaves c alone).
+func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[backend.Key]bool) bool {
+	if !c.Settings.RegisteredOnly {
+		return false
+	}
+	k := c.Runtime.Key
+	scheduled := c.Record.Scheduled == backend.StepDelete
+	if !IsOrphan(c) {
+		if scheduled {
+			out.Cancel = append(out.Cancel, Notice{k, backend.StepDelete, c.Record.ScheduledDue, "registered by a host"})
+		}
+		return false
+	}
+	reason := fmt.Sprintf("%s: no host has owned it since %s", OrphanReason, c.Record.OrphanSince.UTC().Format(time.RFC3339))
+	if why != "" {
+		if scheduled && !strings.HasPrefix(why, "busy") {
+			// A pin, lease, hold or a start cancels the notice.
+			out.Cancel = append(out.Cancel, Notice{k, backend.StepDelete, c.Record.ScheduledDue, why})
+		} else if !scheduled {
+			out.Skipped = append(out.Skipped, Skip{k, backend.StepDelete, why})
+		}
+		return true
+	}
+	if why := cannotRemove(c); why != "" {
+		out.Skipped = append(out.Skipped, Skip{k, backend.StepDelete, why})
+		return true
+	}
+	if c.Record.Scheduled != "" && !scheduled {
+		// Another notice (an archive) is in force: withdraw it; the
+		// orphan's own notice follows at the next pass.
+		out.Cancel = append(out.Cancel, Notice{k, c.Record.Scheduled, c.Record.ScheduledDue, "an orphan now: deleted instead"})
+		return true
+	}
+	if !scheduled {
+		// The grace runs from when it became an orphan, but the notice
+		// always comes first: a due time in the past acts at the next pass.
+		due := c.Record.OrphanSince.Add(c.Settings.Grace)
+		if due.Before(now) {
+			due = now
+		}
+		out.Schedule = append(out.Schedule, Notice{k, backend.StepDelete, due, reason})
+		return true
+	}
+	if now.Before(c.Record.ScheduledDue) || now.Before(c.Record.OrphanSince.Add(c.Settings.Grace)) {
+		return true // announced, not yet due
+	}
+	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepDelete, Paths: runtimePaths(c),
+		Bytes: max(c.SizeBytes, 0), Reason: reason + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem})
+	acted[k] = true
+	return true
 }
 
 // cannotRemove says why c cannot be removed safely; "" when it can.

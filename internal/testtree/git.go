@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // GitEnv is an isolated but unhardened environment for setting up test
@@ -73,4 +74,33 @@ func CoreDump(t testing.TB, path string) {
 	binary.LittleEndian.PutUint16(h[58:], 64)
 	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	must(t, os.WriteFile(path, h, 0o600))
+}
+
+// NewRepo makes a repository at dir with one commit of src/main.go and a
+// .gitignore for the usual dependency folders and secrets
+// (node_modules/, .venv/, .env, dist/), and returns dir.
+func NewRepo(t testing.TB, dir string) string {
+	t.Helper()
+	must(t, os.MkdirAll(dir, 0o755))
+	Git(t, dir, "init", "-q", "-b", "main")
+	Write(t, filepath.Join(dir, ".gitignore"), "node_modules/\n.venv/\n.env\ndist/\n")
+	Write(t, filepath.Join(dir, "src", "main.go"), "package main\n")
+	Git(t, dir, "add", "-A")
+	Git(t, dir, "commit", "-q", "-m", "initial")
+	return dir
+}
+
+// Age sets the access and modification times of everything under each
+// path to when (links themselves are skipped, never followed).
+func Age(t testing.TB, when time.Time, paths ...string) {
+	t.Helper()
+	for _, root := range paths {
+		err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+				return err
+			}
+			return os.Chtimes(p, when, when)
+		})
+		must(t, err)
+	}
 }

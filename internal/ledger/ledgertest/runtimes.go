@@ -252,6 +252,8 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		r.RetentionOverride = &retention
 		r.ScheduledStep, r.ScheduledDue, r.ScheduledAt = "delete", at(2*time.Hour), at(time.Minute)
 		r.ArchiveID = "arch-7"
+		r.Conversations = []string{"conv-1", "conv-2"}
+		r.RegisteredAt, r.ReleasedAt = at(3*time.Minute), at(4*time.Minute)
 		r.Labels["b"] = "2"
 		return nil
 	})
@@ -262,7 +264,9 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		FirstSeen: t0, LastSeen: t0,
 		Pinned: true, PinReason: "user pinned", LeaseUntil: at(time.Hour), RetentionOverride: ptr(retention),
 		ScheduledStep: "delete", ScheduledDue: at(2 * time.Hour), ScheduledAt: at(time.Minute), ArchiveID: "arch-7",
+		Conversations: []string{"conv-1", "conv-2"}, RegisteredAt: at(3 * time.Minute), ReleasedAt: at(4 * time.Minute),
 	})
+	mustEqual(t, "registered runtime counts as decided", listKeys(t, s, ledger.RuntimeFilter{Decided: true}), []ledger.Key{k})
 	mustEqual(t, "listed by new state", listKeys(t, s, ledger.RuntimeFilter{State: "scheduled"}), []ledger.Key{k})
 
 	// Zero values mean "none" and must read back as none.
@@ -272,6 +276,7 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		r.LeaseUntil = time.Time{}
 		r.RetentionOverride = nil
 		r.ScheduledStep, r.ScheduledDue, r.ScheduledAt = "", time.Time{}, time.Time{}
+		r.Conversations, r.RegisteredAt, r.ReleasedAt = []string{}, time.Time{}, time.Time{}
 		return nil
 	})
 	mustNil(t, "Update clear", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -121,14 +122,17 @@ func (w *runtimeRow) scan(row rowScanner) (ledger.RuntimeRecord, error) {
 // decisions is the JSON form of a record's engine-owned fields (the decided
 // column). Times and durations are nanoseconds; absent means zero or nil.
 type decisions struct {
-	Pinned            bool   `json:"pinned,omitempty"`
-	PinReason         string `json:"pin_reason,omitempty"`
-	LeaseUntil        *int64 `json:"lease_until,omitempty"`
-	RetentionOverride *int64 `json:"retention_override,omitempty"`
-	ScheduledStep     string `json:"scheduled_step,omitempty"`
-	ScheduledDue      *int64 `json:"scheduled_due,omitempty"`
-	ScheduledAt       *int64 `json:"scheduled_at,omitempty"`
-	ArchiveID         string `json:"archive_id,omitempty"`
+	Pinned            bool     `json:"pinned,omitempty"`
+	PinReason         string   `json:"pin_reason,omitempty"`
+	LeaseUntil        *int64   `json:"lease_until,omitempty"`
+	RetentionOverride *int64   `json:"retention_override,omitempty"`
+	ScheduledStep     string   `json:"scheduled_step,omitempty"`
+	ScheduledDue      *int64   `json:"scheduled_due,omitempty"`
+	ScheduledAt       *int64   `json:"scheduled_at,omitempty"`
+	ArchiveID         string   `json:"archive_id,omitempty"`
+	Conversations     []string `json:"conversations,omitempty"`
+	RegisteredAt      *int64   `json:"registered_at,omitempty"`
+	ReleasedAt        *int64   `json:"released_at,omitempty"`
 }
 
 func decisionsOf(r ledger.RuntimeRecord) decisions {
@@ -142,7 +146,8 @@ func decisionsOf(r ledger.RuntimeRecord) decisions {
 	d := decisions{
 		Pinned: r.Pinned, PinReason: r.PinReason, LeaseUntil: nanosPtr(r.LeaseUntil),
 		ScheduledStep: r.ScheduledStep, ScheduledDue: nanosPtr(r.ScheduledDue), ScheduledAt: nanosPtr(r.ScheduledAt),
-		ArchiveID: r.ArchiveID,
+		ArchiveID: r.ArchiveID, Conversations: r.Conversations,
+		RegisteredAt: nanosPtr(r.RegisteredAt), ReleasedAt: nanosPtr(r.ReleasedAt),
 	}
 	if r.RetentionOverride != nil {
 		n := int64(*r.RetentionOverride)
@@ -166,11 +171,16 @@ func (d decisions) apply(r *ledger.RuntimeRecord) {
 	}
 	r.ScheduledStep, r.ScheduledDue, r.ScheduledAt = d.ScheduledStep, fromPtr(d.ScheduledDue), fromPtr(d.ScheduledAt)
 	r.ArchiveID = d.ArchiveID
+	r.Conversations = d.Conversations
+	r.RegisteredAt, r.ReleasedAt = fromPtr(d.RegisteredAt), fromPtr(d.ReleasedAt)
 }
 
 // column encodes d, NULL when nothing is decided.
 func (d decisions) column() (sql.NullString, error) {
-	if d == (decisions{}) {
+	if len(d.Conversations) == 0 {
+		d.Conversations = nil // an empty list is no decision
+	}
+	if reflect.ValueOf(d).IsZero() {
 		return sql.NullString{}, nil
 	}
 	return marshalText(d)

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Server is the [server] table: how `reclaimer serve` runs.
+type Server struct {
+	// Listen (listen) is where the HTTP API listens: "host:port", or
+	// "unix:/absolute/path" for a Unix socket. Default DefaultListen.
+	Listen string `toml:"listen"`
+	// Interval (interval) is the time between two passes of the
+	// reconciler. Default DefaultInterval.
+	Interval *Duration `toml:"interval"`
+	// TokenFile (token_file) holds the bearer token every request but
+	// /healthz must carry. Default: api.token in the state folder, made at
+	// first start (mode 0600). Required, explicitly, to listen on any
+	// address but loopback or a Unix socket.
+	TokenFile string `toml:"token_file"`
+	// LogFormat (log_format) is "text" (default) or "json".
+	LogFormat string `toml:"log_format"`
+	// LogLevel (log_level) is "debug", "info" (default), "warn" or "error".
+	LogLevel string `toml:"log_level"`
+	// HoldWait (hold_wait) bounds how long taking a hold waits while a pass
+	// acts on that runtime. Default DefaultHoldWait.
+	HoldWait *Duration `toml:"hold_wait"`
+}
+
+// Notify is one [[notify]] table: a webhook.
+type Notify struct {
+	// URL (url, required) receives a POST of each notice as JSON.
+	URL string `toml:"url"`
+	// Events (events) are the kinds sent: scheduled, reclaimed, archived,
+	// failed. Default: all of them.
+	Events []string `toml:"events"`
+	// Secret (secret) signs each body: the header X-Reclaimer-Signature is
+	// "sha256=" and the hex HMAC-SHA256 of the body with this key.
+	Secret string `toml:"secret"`
+}
+
+// Defaults of [server].
+const (
+	DefaultListen   = "127.0.0.1:7390"
+	DefaultInterval = 5 * time.Minute
+	DefaultHoldWait = 10 * time.Second
+)
+
+// NotifyEvents are the kinds of notices a webhook may receive.
+var NotifyEvents = []string{"scheduled", "reclaimed", "archived", "failed"}
+
+// ServerSettings is [server] resolved to plain values.
+type ServerSettings struct {
+	Listen    string
+	Interval  time.Duration
+	TokenFile string // empty: the default in the state folder
+	LogFormat string
+	LogLevel  string
+	HoldWait  time.Duration
+}
+
+// ServerSettings resolves [server] with its defaults.
+func (c *Config) ServerSettings() ServerSettings {
+	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
+		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait}
+	if s.Listen == "" {
+		s.Listen = DefaultListen
+	}
+	if c.Server.Interval != nil {
+		s.Interval = time.Duration(*c.Server.Interval)
+	}
+	if c.Server.HoldWait != nil {
+		s.HoldWait = time.Duration(*c.Server.HoldWait)
+	}
+	if s.LogFormat == "" {
+		s.LogFormat = "text"
+	}
+	if s.LogLevel == "" {
+		s.LogLevel = "info"
+	}
+	return s
+}
+
+// ListenIsLocal reports whether a listen address is reachable only from
+// this host: a Unix socket or a loopback address.
+func ListenIsLocal(listen string) bool {
+	if strings.HasPrefix(listen, "unix:") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// server checks [server] and [[notify]].
+func (v *validator) server() {
+	s := v.c.Server
+	if s.Listen != "" {
+		if p, ok := strings.CutPrefix(s.Listen, "unix:"); ok {
+			if !filepath.IsAbs(p) {
+				v.add("server.listen", "%q: a Unix socket path must be absolute", s.Listen)
+			}
+		} else if _, port, err := net.SplitHostPort(s.Listen); err != nil || port == "" {
+			v.add("server.listen", `%q: want "host:port" or "unix:/path"`, s.Listen)
+		}
+	}
+	if s.Interval != nil && *s.Interval <= 0 {
+		v.add("server.interval", "must be positive")
+	}
+	if s.HoldWait != nil && *s.HoldWait < 0 {
+		v.add("server.hold_wait", "must not be negative")
+	}
+	if s.TokenFile != "" {
+		v.absPath("server.token_file", s.TokenFile, "token file")
+	}
+	if s.LogFormat != "" && s.LogFormat != "text" && s.LogFormat != "json" {
+		v.add("server.log_format", `%q: want "text" or "json"`, s.LogFormat)
+	}
+	if s.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
+		v.add("server.log_level", `%q: want "debug", "info", "warn" or "error"`, s.LogLevel)
+	}
+	for i, n := range v.c.Notify {
+		key := fmt.Sprintf("notify[%d]", i)
+		u, err := url.Parse(n.URL)
+		switch {
+		case n.URL == "":
+			v.add(key, "url is required")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.add(key+".url", "%q: want an http:// or https:// URL", n.URL)
+		}
+		for j, e := range n.Events {
+			if !slices.Contains(NotifyEvents, e) {
+				v.add(fmt.Sprintf("%s.events[%d]", key, j), "unknown event %q (%s)", e, strings.Join(NotifyEvents, ", "))
+			}
+		}
+	}
+}

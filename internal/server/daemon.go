@@ -1,0 +1,400 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/busy"
+	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/notify"
+	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/sources"
+)
+
+// Options configure a daemon.
+type Options struct {
+	// ConfigPath is the TOML file; empty uses the defaults (no sources).
+	ConfigPath string
+	Version    string
+	// Logs go here (default os.Stderr).
+	Logs io.Writer
+	// Signals: SIGTERM and SIGINT stop, SIGHUP reloads. Tests leave it
+	// off and use the context and Reload.
+	Signals bool
+	// Ready, when set, is called with the address once the API listens.
+	Ready func(addr string)
+	// WrapSources lets tests decorate the configured backends.
+	WrapSources func([]engine.Source) []engine.Source
+	// Notify tunes webhook delivery (tests shorten the backoff).
+	Notify notify.Options
+	// ActivityFlush is how often pending activity is written; default 250ms.
+	ActivityFlush time.Duration
+	// StopTimeout bounds a graceful stop; default 30s.
+	StopTimeout time.Duration
+}
+
+// setup is what a configuration makes; a reload replaces it whole.
+type setup struct {
+	cfg      *config.Config
+	server   config.ServerSettings
+	sources  []engine.Source
+	engine   *engine.Engine
+	notifier *notify.Notifier
+	token    [sha256.Size]byte // of the bearer token
+}
+
+// Daemon is a running `reclaimer serve`.
+type Daemon struct {
+	opts     Options
+	log      *slog.Logger
+	level    *slog.LevelVar
+	stateDir string
+
+	raw     *sqlite.Store
+	store   ledger.Store // raw, with pending activity merged into reads
+	acts    *activityBuffer
+	metrics *metrics
+	keys    *keyCache
+
+	mu  sync.RWMutex
+	cur *setup
+
+	passSem  chan struct{} // one pass or dry run at a time
+	stopping atomic.Bool
+	stopCh   chan struct{} // closed when a stop begins
+	kickCh   chan backend.Key
+	fullCh   chan struct{}
+	runCtx   context.Context // Serve's, for watchers a reload starts
+	// stopWatch ends the event streams in force (guarded by mu).
+	stopWatch context.CancelFunc
+
+	stateMu  sync.Mutex
+	lastPass *openapi.PassSummary
+	nextPass time.Time
+	world    *engine.World
+	plans    map[string]cachedPlan
+	// lastDry is the newest full dry run, reused by status for a while.
+	lastDry   *plan.Plan
+	lastDryAt time.Time
+}
+
+type cachedPlan struct {
+	p  *plan.Plan
+	at time.Time
+}
+
+// planTTL is how long a dry run can be applied by its plan_id.
+const planTTL = time.Hour
+
+// Run starts a daemon and serves until ctx ends or a stop signal.
+func Run(ctx context.Context, opts Options) error {
+	d, err := Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return d.Serve(ctx)
+}
+
+// Open reads the configuration, opens the ledger, and finishes what a
+// crash left half done; it does not listen yet.
+func Open(ctx context.Context, opts Options) (*Daemon, error) {
+	if opts.Logs == nil {
+		opts.Logs = os.Stderr
+	}
+	if opts.ActivityFlush <= 0 {
+		opts.ActivityFlush = 250 * time.Millisecond
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
+	cfg, err := loadConfig(opts.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{opts: opts, level: new(slog.LevelVar), stateDir: filepath.Dir(cfg.Ledger.Path),
+		passSem: make(chan struct{}, 1), stopCh: make(chan struct{}), kickCh: make(chan backend.Key, 1024),
+		fullCh: make(chan struct{}, 1), plans: map[string]cachedPlan{}, keys: newKeyCache()}
+	ss := cfg.ServerSettings()
+	d.log = newLogger(opts.Logs, ss.LogFormat, d.level)
+	d.level.Set(parseLevel(ss.LogLevel))
+	if !config.ListenIsLocal(ss.Listen) && ss.TokenFile == "" {
+		return nil, fmt.Errorf("serve: refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)
+	}
+	d.raw, err = sqlite.Open(ctx, cfg.Ledger.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	d.acts = newActivityBuffer(d.raw)
+	d.store = pendingStore{Store: d.raw, buf: d.acts}
+	d.metrics = newMetrics(activeHoldsFunc(d.raw))
+	s, err := d.build(cfg)
+	if err != nil {
+		d.raw.Close()
+		return nil, err
+	}
+	d.cur = s
+	if n, err := s.engine.Recover(ctx); err != nil {
+		d.closeSetup(s)
+		d.raw.Close()
+		return nil, err
+	} else if n > 0 {
+		d.log.Info("recovered what a crash left half done", "entries", n)
+	}
+	return d, nil
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		cfg := config.Default()
+		return cfg, cfg.Validate()
+	}
+	return config.Load(path)
+}
+
+func newLogger(w io.Writer, format string, level *slog.LevelVar) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// build makes the sources, engine, notifier and token of cfg.
+func (d *Daemon) build(cfg *config.Config) (*setup, error) {
+	srcs, err := sources.Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if d.opts.WrapSources != nil {
+		srcs = d.opts.WrapSources(srcs)
+	}
+	eng, err := engine.New(engine.Options{Ledger: d.store, Sources: srcs, StateDir: d.stateDir,
+		ArchiveDir: cfg.Archive.Dir, Busy: busy.Options{}.Reasons, Logger: d.log})
+	if err != nil {
+		return nil, err
+	}
+	s := &setup{cfg: cfg, server: cfg.ServerSettings(), sources: srcs, engine: eng}
+	tok, err := d.loadToken(s.server.TokenFile)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	s.token = sha256.Sum256(tok)
+	var hooks []notify.Hook
+	for _, n := range cfg.Notify {
+		hooks = append(hooks, notify.Hook{URL: n.URL, Events: n.Events, Secret: n.Secret})
+	}
+	no := d.opts.Notify
+	no.Record = d.recordDelivery
+	s.notifier = notify.New(hooks, no)
+	return s, nil
+}
+
+func (d *Daemon) closeSetup(s *setup) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.notifier.Close(ctx)
+	if err := s.engine.Close(); err != nil {
+		d.log.Warn("close engine", "err", err)
+	}
+}
+
+// TokenFile is where the token is made when [server] token_file is not set.
+func (d *Daemon) TokenFile() string { return filepath.Join(d.stateDir, "api.token") }
+
+// loadToken reads the token file, or makes the default one at first start.
+func (d *Daemon) loadToken(path string) ([]byte, error) {
+	if path == "" {
+		path = d.TokenFile()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("make token: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			tok := rand.Text() + rand.Text()
+			_, err = f.WriteString(tok + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(path)
+				return nil, fmt.Errorf("make token %s: %w", path, err)
+			}
+			d.log.Info("made an API token", "file", path)
+		} else if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("make token %s: %w", path, err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read token: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if len(tok) < 16 {
+		return nil, fmt.Errorf("read token %s: shorter than 16 characters", path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		d.log.Warn("the token file can be read by others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
+	return []byte(tok), nil
+}
+
+// watchCtx is Serve's context once it runs, else nil.
+func (d *Daemon) watchCtx() context.Context {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.runCtx
+}
+
+// setupNow returns the configuration in force.
+func (d *Daemon) setupNow() *setup {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.cur
+}
+
+// Serve listens, runs the loop, and stops gracefully when ctx ends or a
+// stop signal comes: no new requests (503), the action in flight finishes,
+// acknowledged activity is written, notices get a few seconds.
+func (d *Daemon) Serve(ctx context.Context) error {
+	s := d.setupNow()
+	ln, err := listen(s.server.Listen)
+	if err != nil {
+		d.closeAll()
+		return err
+	}
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	if d.opts.Signals {
+		sig := make(chan os.Signal, 2)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		defer signal.Stop(sig)
+		go func() {
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case v := <-sig:
+					if v == syscall.SIGHUP {
+						d.Reload(runCtx)
+						continue
+					}
+					d.log.Info("stopping", "signal", v.String())
+					cancelRun()
+					return
+				}
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	actCtx, cancelActs := context.WithCancel(context.Background())
+	actsDone := make(chan struct{})
+	go func() {
+		defer close(actsDone)
+		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) { d.log.Error("write activity", "err", err) })
+	}()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	d.log.Info("serving", "listen", ln.Addr().String(), "interval", s.server.Interval.String(), "sources", len(s.sources))
+	if d.opts.Ready != nil {
+		d.opts.Ready(ln.Addr().String())
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); d.loop(runCtx) }()
+	d.mu.Lock()
+	d.runCtx = runCtx
+	d.mu.Unlock()
+	go func() { defer wg.Done(); d.watch(runCtx) }()
+
+	var serveErr error
+	select {
+	case <-runCtx.Done():
+	case serveErr = <-served:
+		cancelRun()
+	}
+
+	// Stop: refuse new work, let the action in flight finish.
+	d.stopping.Store(true)
+	close(d.stopCh)
+	d.log.Info("stopping: new requests get 503; the action in flight finishes, the rest waits for the next start")
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), d.opts.StopTimeout)
+	defer cancelStop()
+	if err := srv.Shutdown(stopCtx); err != nil {
+		d.log.Warn("stop HTTP server", "err", err)
+	}
+	wg.Wait()
+	cancelActs()
+	<-actsDone
+	// No request is in flight any more: every acknowledged report is in
+	// the buffer, and this is its last write.
+	if err := d.acts.flush(stopCtx); err != nil {
+		d.log.Error("write activity at stop", "err", err)
+	}
+	d.closeAll()
+	d.log.Info("stopped")
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+func (d *Daemon) closeAll() {
+	d.closeSetup(d.setupNow())
+	if err := d.raw.Close(); err != nil {
+		d.log.Warn("close ledger", "err", err)
+	}
+}
+
+// listen opens "host:port" or "unix:/path" (a stale socket is replaced).
+func listen(addr string) (net.Listener, error) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(p)
+		}
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		if err := os.Chmod(p, 0o660); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}

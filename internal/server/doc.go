@@ -1,0 +1,17 @@
+// Package server is `reclaimer serve`: the reconciler loop, the HTTP API of
+// api/openapi.yaml, activity coalescing, holds, metrics and notices.
+//
+// Concurrency: passes (and dry runs) run one at a time; HTTP handlers run
+// concurrently with them. A hold is written under the same per-runtime
+// lock a pass takes to re-check and remove that runtime, so a host taking
+// a hold and a pass removing the runtime never both succeed. Activity
+// reports are acknowledged once in memory and written in batches; every
+// read of activity by the engine sees the pending reports too (the store
+// it is given merges them), and a clean stop writes them before exiting.
+//
+// Errors reach clients as {"error": {"code", "message", "field"}} with the
+// HTTP status mapped from the error's category at this edge only.
+//
+// Reload (SIGHUP) swaps the configuration, sources and engine between
+// passes; the listen address and the ledger path need a restart.
+package server

@@ -1,0 +1,229 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/server"
+	"github.com/reclaimer/reclaimer/internal/testtree"
+)
+
+// daemon is a real `reclaimer serve` on a loopback port, with a real
+// SQLite ledger in the test's folder, driven through the generated client.
+type daemon struct {
+	t       *testing.T
+	dir     string
+	cfgPath string
+	d       *server.Daemon
+	url     string
+	token   string
+	api     *openapi.ClientWithResponses
+	logs    *syncBuffer
+	stop    func() error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeConfig writes a configuration whose ledger, archives and token live
+// in dir, listening on a free loopback port, with a long interval so that
+// only the start pass runs on its own.
+func writeConfig(t *testing.T, dir, server, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, "reclaimer.toml")
+	head := "[ledger]\npath = \"" + filepath.Join(dir, "state", "ledger.db") + "\"\n[archive]\ndir = \"" +
+		filepath.Join(dir, "archives") + "\"\n[server]\nlisten = \"127.0.0.1:0\"\ninterval = \"1h\"\n" + server + "\n"
+	testtree.Write(t, path, head+body)
+	return path
+}
+
+// startDaemon opens and serves the configuration at cfgPath; the test's
+// cleanup stops it gracefully.
+func startDaemon(t *testing.T, dir, cfgPath string, opts server.Options) *daemon {
+	t.Helper()
+	h := &daemon{t: t, dir: dir, cfgPath: cfgPath, logs: &syncBuffer{}}
+	ready := make(chan string, 1)
+	opts.ConfigPath, opts.Logs, opts.Version = cfgPath, h.logs, "test"
+	opts.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := server.Open(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("open daemon: %v", err)
+	}
+	h.d = d
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	var once sync.Once
+	var stopErr error
+	h.stop = func() error {
+		once.Do(func() {
+			cancel()
+			stopErr = <-done
+		})
+		return stopErr
+	}
+	t.Cleanup(func() {
+		if err := h.stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("daemon logs:\n%s", h.logs.String())
+		}
+	})
+	select {
+	case addr := <-ready:
+		h.url = "http://" + addr
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	tok, err := os.ReadFile(d.TokenFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.token = strings.TrimSpace(string(tok))
+	h.api, err = openapi.NewClientWithResponses(h.url, openapi.WithRequestEditorFn(func(ctx context.Context, req *http.Request) error {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *daemon) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+// runtime fetches one runtime, failing the test on anything but 200.
+func (h *daemon) runtime(id string) openapi.Runtime {
+	h.t.Helper()
+	resp, err := h.api.GetRuntimeWithResponse(h.ctx(), id, nil)
+	if err != nil || resp.JSON200 == nil {
+		h.t.Fatalf("GET runtime %s: %v %s", id, err, body(resp))
+	}
+	return *resp.JSON200
+}
+
+// waitFor polls cond until it holds (the start pass runs on its own).
+func (h *daemon) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pass runs POST /v1/passes and returns the applied result.
+func (h *daemon) pass(req openapi.PassRequest) openapi.Pass {
+	h.t.Helper()
+	resp, err := h.api.RunPassWithResponse(h.ctx(), req)
+	if err != nil || resp.JSON200 == nil {
+		h.t.Fatalf("POST /v1/passes: %v %s", err, body(resp))
+	}
+	return *resp.JSON200
+}
+
+// body describes a generated response: its status and raw body.
+func body(resp any) string {
+	v := reflect.ValueOf(resp)
+	if !v.IsValid() || v.IsNil() {
+		return "(no response)"
+	}
+	v = v.Elem()
+	status := v.FieldByName("HTTPResponse").Interface().(*http.Response).Status
+	return status + ": " + string(v.FieldByName("Body").Bytes())
+}
+
+// status is a generated response's HTTP status, 0 without one.
+func status(resp any) int {
+	v := reflect.ValueOf(resp)
+	if !v.IsValid() || v.IsNil() {
+		return 0
+	}
+	return v.Elem().FieldByName("HTTPResponse").Interface().(*http.Response).StatusCode
+}
+
+// gate is a backend decorator whose Delete waits until released, so a
+// test can act while a pass holds a runtime's lock.
+type gate struct {
+	backend.Backend
+	entered chan backend.Key
+	release chan struct{}
+}
+
+func (g *gate) Unwrap() backend.Backend { return g.Backend }
+
+func (g *gate) Delete(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
+	g.entered <- rt.Key
+	<-g.release
+	d, _ := backend.As[backend.Deleter](g.Backend)
+	return d.Delete(ctx, rt, opts)
+}
+
+var _ backend.Deleter = (*gate)(nil)
+
+func gateAll(g *gate) func([]engine.Source) []engine.Source {
+	return func(srcs []engine.Source) []engine.Source {
+		for i := range srcs {
+			inner := srcs[i].Backend
+			srcs[i].Backend = &gate{Backend: inner, entered: g.entered, release: g.release}
+		}
+		return srcs
+	}
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan backend.Key, 4), release: make(chan struct{})}
+}
+
+// addWorktree adds worktree conv of repo under wts, with uncommitted work,
+// last touched long ago.
+func addWorktree(t *testing.T, repo, wts, conv string) string {
+	t.Helper()
+	wt := filepath.Join(wts, conv, "repo")
+	if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testtree.Git(t, repo, "worktree", "add", "-q", "-b", "agent/"+conv, wt)
+	testtree.Write(t, filepath.Join(wt, "src", "main.go"), "package main // changed, not committed\n")
+	gitDir := strings.TrimSpace(testtree.Git(t, wt, "rev-parse", "--absolute-git-dir"))
+	testtree.Age(t, time.Now().Add(-30*24*time.Hour), wt, gitDir)
+	return wt
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/openapi"
+)
+
+// Handler is the whole HTTP API: the generated router over the handlers,
+// /metrics, and JSON errors for what matches no route; all behind the
+// stop check and the token check.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	openapi.HandlerWithOptions(&api{d: d}, openapi.StdHTTPServerOptions{
+		BaseRouter:       mux,
+		ErrorHandlerFunc: paramError,
+		Middlewares:      []openapi.MiddlewareFunc{d.timed},
+	})
+	mux.Handle("GET /metrics", d.metrics.handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound("no endpoint %s %s (see /openapi.json)", r.Method, r.URL.Path))
+	})
+	return d.guard(mux)
+}
+
+// guard answers 503 while stopping and 401 without the right token;
+// /healthz needs no token.
+func (d *Daemon) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.stopping.Load() {
+			w.Header().Set("Connection", "close")
+			writeError(w, errShuttingDown)
+			return
+		}
+		if r.URL.Path != "/healthz" && !d.authorized(r) {
+			writeError(w, errUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized compares digests in constant time: neither the token's
+// content nor its length leaks through timing.
+func (d *Daemon) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	want := d.setupNow().token
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+// timed records each request's latency by route (never by runtime id).
+func (d *Daemon) timed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		d.metrics.requestLatency.WithLabelValues(r.Pattern, statusText(sw.status)).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func statusText(code int) string { return strconv.Itoa(code) }

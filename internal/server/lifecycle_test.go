@@ -1,0 +1,319 @@
+package server_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/notify"
+	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/server"
+	"github.com/reclaimer/reclaimer/internal/testtree"
+)
+
+// TestRegistrationsAndOrphans: in a registered_only source, what no host
+// registered is announced and then deleted as an orphan (archived first:
+// a run folder holds work); a shared runtime goes only when its last
+// conversation lets go.
+func TestRegistrationsAndOrphans(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "shared", "stray", "hostowned")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\nregistered_only = true\ngrace = \"0s\"\n")
+	// Register before the daemon's first pass can see them: a second
+	// process (the host) does it through the API once it is up.
+	h := startDaemon(t, dir, cfg, server.Options{})
+	reg, err := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "shared",
+		Conversations: []string{"c1", "c2"}, Labels: map[string]string{"host": "h1"}})
+	if err != nil || reg.JSON200 == nil || !slices.Equal(reg.JSON200.Conversations, []string{"c1", "c2"}) {
+		t.Fatalf("register: %v %s", err, body(reg))
+	}
+	// Registering again adds owners, never loses one.
+	reg, _ = h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "shared", Conversations: []string{"c2", "c3"}})
+	if reg.JSON200 == nil || !slices.Equal(reg.JSON200.Conversations, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("register again: %s", body(reg))
+	}
+	// A host may own one without naming conversations: not an orphan.
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "hostowned"}); status(r) != 200 {
+		t.Fatalf("register without conversations: %s", body(r))
+	}
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "docker", Id: "x"}); status(r) != 400 {
+		t.Fatalf("unknown backend: %s", body(r))
+	}
+
+	// Two passes: the stray is announced, then deleted (archived first).
+	var deleted *openapi.Result
+	for range 3 {
+		p := h.pass(openapi.PassRequest{})
+		for _, r := range p.Applied.Results {
+			if r.Runtime == "stray" && r.Outcome == openapi.ResultOutcomeDone {
+				deleted = &r
+			}
+			if r.Runtime == "shared" || r.Runtime == "hostowned" {
+				t.Fatalf("a registered runtime was acted on: %+v", r)
+			}
+		}
+		if deleted != nil {
+			break
+		}
+	}
+	if deleted == nil || deleted.Step != openapi.Delete || deleted.ArchiveId == "" {
+		t.Fatalf("the orphan was not deleted after an archive: %+v", deleted)
+	}
+	if exists(filepath.Join(runs, "stray")) || !exists(filepath.Join(runs, "shared")) || !exists(filepath.Join(runs, "hostowned")) {
+		t.Fatal("wrong folders removed")
+	}
+
+	// Owners let go one by one; the last one removes it.
+	for _, c := range []string{"c1", "c3"} {
+		rel, err := h.api.ReleaseRuntimeWithResponse(h.ctx(), "shared", &openapi.ReleaseRuntimeParams{Conversation: c})
+		if err != nil || rel.JSON200 == nil || rel.JSON200.Removed {
+			t.Fatalf("release %s: %v %s", c, err, body(rel))
+		}
+	}
+	rel, err := h.api.ReleaseRuntimeWithResponse(h.ctx(), "shared", &openapi.ReleaseRuntimeParams{Conversation: "c2"})
+	if err != nil || rel.JSON200 == nil || !rel.JSON200.Removed || len(rel.JSON200.Conversations) != 0 || rel.JSON200.Result.ArchiveId == "" {
+		t.Fatalf("last release: %v %s", err, body(rel))
+	}
+	if exists(filepath.Join(runs, "shared")) {
+		t.Fatal("released runtime still there")
+	}
+}
+
+// TestActivitySurvivesCleanStop: reports acknowledged (single and batch)
+// are all in the ledger after a clean stop, newest per runtime.
+func TestActivitySurvivesCleanStop(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1", "r2")
+	// A long flush interval: only the stop writes them.
+	h := startDaemon(t, dir, writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n"), server.Options{ActivityFlush: time.Hour})
+	t1 := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	t2 := t1.Add(time.Minute)
+	batch, err := h.api.ReportActivityBatchWithResponse(h.ctx(), openapi.ActivityBatch{Reports: []openapi.ActivityReport{
+		{Backend: "dir", Id: "r1", At: t2}, {Backend: "dir", Id: "r1", At: t1}, {Backend: "dir", Id: "r2", At: t1},
+		{Backend: "dir", Id: "not-seen-yet", At: t1}}})
+	if err != nil || batch.JSON200 == nil || batch.JSON200.Accepted != 4 {
+		t.Fatalf("batch: %v %s", err, body(batch))
+	}
+	one, err := h.api.ReportActivityWithResponse(h.ctx(), "r2", &openapi.ReportActivityParams{Backend: "dir"}, openapi.Activity{At: t2})
+	if err != nil || status(one) != 204 {
+		t.Fatalf("single: %v %s", err, body(one))
+	}
+	// Before the stop, the API already sees them.
+	if rt := h.runtime("r1"); !rt.LastActive.Equal(t2) && rt.LastActive.Before(t2) {
+		t.Fatalf("r1 last active %v, want at least %v", rt.LastActive, t2)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id, want := range map[string]time.Time{"r1": t2, "r2": t2, "not-seen-yet": t1} {
+		got, err := st.LastActivity(context.Background(), ledger.Key{Backend: "dir", ID: id})
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%s: %v %v, want %v", id, got, err, want)
+		}
+	}
+}
+
+// watcher is a Watcher backend over a real run-folder backend: its first
+// Watch fails at once (the daemon retries), the second reports the IDs
+// the test sends.
+type watcher struct {
+	backend.Backend
+	mu      sync.Mutex
+	calls   int
+	changes chan string
+}
+
+func (w *watcher) Unwrap() backend.Backend { return w.Backend }
+
+func (w *watcher) Watch(ctx context.Context, changed func(id string)) error {
+	w.mu.Lock()
+	w.calls++
+	first := w.calls == 1
+	w.mu.Unlock()
+	if first {
+		return errors.New("event stream refused")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case id := <-w.changes:
+			changed(id)
+		}
+	}
+}
+
+var _ backend.Watcher = (*watcher)(nil)
+
+// TestWatcherRunsNarrowedPass: a change reported by a backend's event
+// stream frees that runtime's caches at once, without waiting for the
+// interval, after the stream was reconnected.
+func TestWatcherRunsNarrowedPass(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1", "r2")
+	w := &watcher{changes: make(chan string)}
+	wrap := func(srcs []engine.Source) []engine.Source {
+		w.Backend = srcs[0].Backend
+		srcs[0].Backend = w
+		return srcs
+	}
+	h := startDaemon(t, dir, writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\nhome = \"persistence\"\n"),
+		server.Options{WrapSources: wrap})
+	h.waitFor("the start pass", func() bool {
+		code, _, _ := raw(t, h, "GET", "/v1/runtimes/r2", "", h.token)
+		return code == 200
+	})
+	// Caches appear after the start pass; only the watched change frees them.
+	for _, id := range []string{"r1", "r2"} {
+		testtree.Write(t, filepath.Join(runs, id, "persistence", ".cache", "pip", "wheel"), strings.Repeat("w", 4096))
+	}
+	w.changes <- "r1" // blocks until the reconnected Watch takes it
+	h.waitFor("r1's caches to go", func() bool { return !exists(filepath.Join(runs, "r1", "persistence", ".cache")) })
+	if !exists(filepath.Join(runs, "r2", "persistence", ".cache")) {
+		t.Fatal("a runtime nobody reported lost its caches")
+	}
+	if !exists(filepath.Join(runs, "r1", "persistence", "notes.txt")) {
+		t.Fatal("more than caches went")
+	}
+	if !strings.Contains(h.logs.String(), "event stream refused") {
+		t.Fatalf("the failed stream was not logged:\n%s", h.logs.String())
+	}
+	// A reload replaces the backends: their event streams start anew.
+	w.mu.Lock()
+	before := w.calls
+	w.mu.Unlock()
+	data, _ := os.ReadFile(h.cfgPath)
+	testtree.Write(t, h.cfgPath, string(data)+"retention = \"30d\"\n")
+	if err := h.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the stream to start again after the reload", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.calls > before
+	})
+}
+
+// TestNoticesAndMetrics: an archive sends signed "scheduled" and
+// "archived" notices, journaled; /metrics has the series and no runtime
+// id in any label.
+func TestNoticesAndMetrics(t *testing.T) {
+	type got struct {
+		ev  notify.Event
+		sig bool
+	}
+	events := make(chan got, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var ev notify.Event
+		_ = json.Unmarshal(data, &ev)
+		events <- got{ev, hmac.Equal([]byte(r.Header.Get(notify.SignatureHeader)), []byte(notify.Sign("k3y", data)))}
+	}))
+	defer hook.Close()
+	dir, _, _ := retentionSetup(t, 1, "")
+	cfg := filepath.Join(dir, "reclaimer.toml")
+	data, _ := os.ReadFile(cfg)
+	testtree.Write(t, cfg, string(data)+"\n[[notify]]\nurl = \""+hook.URL+"\"\nsecret = \"k3y\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	h.waitFor("the start pass to announce the archive", scheduled(h, "conv1:repo"))
+	h.pass(openapi.PassRequest{})
+
+	seen := map[string]notify.Event{}
+	for len(seen) < 2 {
+		select {
+		case g := <-events:
+			if !g.sig {
+				t.Fatalf("unsigned or badly signed notice %+v", g.ev)
+			}
+			seen[g.ev.Event] = g.ev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notices so far: %+v", seen)
+		}
+	}
+	if s := seen["scheduled"]; s.Runtime != "conv1:repo" || s.Step != "archive" || s.Due.IsZero() || !strings.Contains(s.HowToStop, "pin") {
+		t.Fatalf("scheduled notice: %+v", s)
+	}
+	if a := seen["archived"]; a.ArchiveID == "" {
+		t.Fatalf("archived notice: %+v", a)
+	}
+	h.waitFor("the notices in the journal", func() bool {
+		j, err := h.api.GetJournalWithResponse(h.ctx(), &openapi.GetJournalParams{Runtime: "conv1:repo"})
+		n := 0
+		for _, e := range j.JSON200.Entries {
+			if e.Step == "notify" && e.Outcome.Result == "done" {
+				n++
+			}
+		}
+		return err == nil && n == 2
+	})
+
+	code, _, _ := raw(t, h, "GET", "/metrics", "", h.token)
+	if code != 200 {
+		t.Fatalf("metrics: %d", code)
+	}
+	req, _ := http.NewRequest("GET", h.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"reclaimer_pass_duration_seconds_bucket", `reclaimer_runtimes{backend="worktree",state="archived"} 1`,
+		"reclaimer_filesystem_usage_ratio", "reclaimer_activity_reports_total", "reclaimer_holds_active",
+		`reclaimer_notices_total{event="archived",result="done"} 1`, `reclaimer_freed_bytes_total{backend="worktree",step="archive"}`} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(text), "conv1") {
+		t.Error("a runtime id appears in the metrics")
+	}
+}
+
+// TestReloadSaysWhatChanged: a reload with a new interval and retention
+// logs each change; a broken file changes nothing.
+func TestReloadSaysWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	data, _ := os.ReadFile(cfg)
+	testtree.Write(t, cfg, strings.Replace(string(data), `interval = "1h"`, `interval = "2h"`, 1)+"retention = \"7d\"\n")
+	if err := h.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	logs := h.logs.String()
+	for _, want := range []string{"server.interval: 1h → 2h", "dirs[0].retention: (unset) → 7d"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("reload log lacks %q:\n%s", want, logs)
+		}
+	}
+	testtree.Write(t, cfg, "[policy]\nretention = 3\n")
+	if err := h.d.Reload(context.Background()); err == nil {
+		t.Fatal("a broken configuration was accepted")
+	}
+	if rt := h.runtime("r1"); rt.Retention != "7d" {
+		t.Fatalf("after a failed reload the retention is %q, want the reloaded 7d", rt.Retention)
+	}
+}
