@@ -239,7 +239,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		return r, nil
 	}
 	b := seen.Source.Backend
-	rt := seen.Runtime
+	rt := *seen.Runtime
 
 	// Export first, outside the lock: it is slow, and the re-check under
 	// the lock catches any change made while it ran.
@@ -352,7 +352,7 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 	if s == nil {
 		return nil, changed + "the runtime is gone", nil
 	}
-	rt := s.Runtime
+	rt := *s.Runtime
 	rec := s.PolicyRecord()
 	switch {
 	case rec.Pinned || rt.Pinned != "":

@@ -90,7 +90,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 			act.Paths = []string{}
 		}
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
-			act.Bytes = e.size(ctx, s.Runtime)
+			act.Bytes = e.size(ctx, *s.Runtime)
 		}
 		p.Actions = append(p.Actions, act)
 	}
@@ -182,14 +182,14 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 				s, c := w.Runtimes[j.i], &cands[j.i]
 				var problems []string
 				if j.caches {
-					files, err := j.fr.ReclaimFiles(ctx, s.Runtime, backend.FileOptions{Step: backend.StepCaches, CacheDirs: s.Source.Settings.CacheDirs})
+					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepCaches, CacheDirs: s.Source.Settings.CacheDirs})
 					if err != nil {
 						problems = append(problems, "select caches: "+err.Error())
 					}
 					c.Caches = files
 				}
 				if j.deps {
-					files, err := j.fr.ReclaimFiles(ctx, s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
+					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
 					if err != nil {
 						problems = append(problems, "select dependencies: "+err.Error())
 					}

@@ -53,7 +53,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 				if d, ok := backend.As[backend.Deleter](s.Source.Backend); ok {
 					// The step matters: a provider's archive keeps what a
 					// delete would lose.
-					err := d.Delete(ctx, s.Runtime, backend.DeleteOptions{Step: step, Discard: func(p string) error {
+					err := d.Delete(ctx, *s.Runtime, backend.DeleteOptions{Step: step, Discard: func(p string) error {
 						_, err := e.discard(s.Runtime.Root, p)
 						return err
 					}})

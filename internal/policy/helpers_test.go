@@ -29,7 +29,7 @@ func key(id string) backend.Key { return backend.Key{Backend: "dir", ID: id} }
 // active an hour ago and no policy switched on; mods adjust it.
 func cand(id string, mods ...func(*Candidate)) Candidate {
 	c := Candidate{
-		Runtime: backend.Runtime{
+		Runtime: &backend.Runtime{
 			Key:          key(id),
 			State:        backend.StateStopped,
 			Path:         "/srv/runs/" + id,

@@ -54,7 +54,7 @@ type Capabilities struct {
 
 // Candidate is one runtime with everything the policies need.
 type Candidate struct {
-	Runtime  backend.Runtime
+	Runtime  *backend.Runtime // read only: points into the caller's observation
 	Record   Record
 	Settings Settings
 	Can      Capabilities

@@ -29,7 +29,7 @@ func TestLastActive(t *testing.T) {
 		{"equal", ago(hour), ago(hour), ago(hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Candidate{Record: Record{Activity: tc.record}, Runtime: backend.Runtime{LastActivity: tc.observed}}
+			c := Candidate{Record: Record{Activity: tc.record}, Runtime: &backend.Runtime{LastActivity: tc.observed}}
 			if got := c.LastActive(); !got.Equal(tc.want) {
 				t.Errorf("LastActive() = %v, want %v", got, tc.want)
 			}
@@ -121,7 +121,7 @@ func TestCaches(t *testing.T) {
 			want: Output{Actions: []Action{{Key: key("a"), Step: backend.StepCaches, Paths: []string{"/home/.cache"}, Bytes: 7, Reason: "caches"}}}},
 		{name: "in key order whatever the input order", in: Input{Candidates: []Candidate{
 			cand("b", caches(backend.File{Path: "/b/.cache", Bytes: 2})),
-			{Runtime: backend.Runtime{Key: backend.Key{Backend: "docker", ID: "a"}, State: backend.StateStopped},
+			{Runtime: &backend.Runtime{Key: backend.Key{Backend: "docker", ID: "a"}, State: backend.StateStopped},
 				Can: Capabilities{Files: true}, Caches: []backend.File{{Path: "/d/.cache", Bytes: 3}}},
 			cand("a", caches(backend.File{Path: "/a/.cache", Bytes: 1})),
 		}}, want: Output{Actions: []Action{

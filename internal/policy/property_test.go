@@ -82,7 +82,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 	k := backend.Key{Backend: rapid.SampledFrom(backendNames).Draw(t, "backend"), ID: fmt.Sprintf("r%d", i)}
 	dir := "/srv/" + k.Backend + "/" + k.ID
 	c := Candidate{
-		Runtime: backend.Runtime{
+		Runtime: &backend.Runtime{
 			Key:          k,
 			State:        backend.StateStopped,
 			Path:         dir,

@@ -133,6 +133,24 @@ func (h *daemon) runtime(id string) openapi.Runtime {
 	return *resp.JSON200
 }
 
+// waitStartPass waits until the pass the daemon runs at start is done,
+// for tests that read what it observed.
+func (h *daemon) waitStartPass() {
+	h.t.Helper()
+	h.waitFor("the start pass", func() bool { return !h.lastPassFinished().IsZero() })
+}
+
+// lastPassFinished is when the last pass ended, per GET /v1/status; zero
+// before the first.
+func (h *daemon) lastPassFinished() time.Time {
+	h.t.Helper()
+	st, err := h.api.GetStatusWithResponse(h.ctx())
+	if err != nil || st.JSON200 == nil {
+		return time.Time{}
+	}
+	return st.JSON200.LastPass.FinishedAt
+}
+
 // waitFor polls cond until it holds (the start pass runs on its own).
 func (h *daemon) waitFor(what string, cond func() bool) {
 	h.t.Helper()

@@ -113,7 +113,12 @@ func TestActivitySurvivesCleanStop(t *testing.T) {
 	if err != nil || status(one) != 204 {
 		t.Fatalf("single: %v %s", err, body(one))
 	}
-	// Before the stop, the API already sees them.
+	// Before the stop, the API already sees them (once the start pass,
+	// which runs on its own, has seen r1).
+	h.waitFor("the start pass to see r1", func() bool {
+		resp, err := h.api.GetRuntimeWithResponse(h.ctx(), "r1", nil)
+		return err == nil && resp.JSON200 != nil
+	})
 	if rt := h.runtime("r1"); !rt.LastActive.Equal(t2) && rt.LastActive.Before(t2) {
 		t.Fatalf("r1 last active %v, want at least %v", rt.LastActive, t2)
 	}
@@ -179,11 +184,18 @@ func TestWatcherRunsNarrowedPass(t *testing.T) {
 	}
 	h := startDaemon(t, dir, writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\nhome = \"persistence\"\n"),
 		server.Options{WrapSources: wrap})
-	h.waitFor("the start pass", func() bool {
-		code, _, _ := raw(t, h, "GET", "/v1/runtimes/r2", "", h.token)
-		return code == 200
+	// The stream fails at once; its reconnection (a second Watch) comes
+	// with a full pass, which would free any cache there is. Wait for both
+	// the start pass and that one.
+	h.waitStartPass()
+	first := h.lastPassFinished()
+	h.waitFor("the stream to reconnect and its full pass", func() bool {
+		w.mu.Lock()
+		reconnected := w.calls >= 2
+		w.mu.Unlock()
+		return reconnected && !h.lastPassFinished().Equal(first)
 	})
-	// Caches appear after the start pass; only the watched change frees them.
+	// Caches appear after those passes; only the watched change frees them.
 	for _, id := range []string{"r1", "r2"} {
 		testtree.Write(t, filepath.Join(runs, id, "persistence", ".cache", "pip", "wheel"), strings.Repeat("w", 4096))
 	}
@@ -298,6 +310,7 @@ func TestReloadSaysWhatChanged(t *testing.T) {
 	runs := runFolders(t, dir, "r1")
 	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
 	h := startDaemon(t, dir, cfg, server.Options{})
+	h.waitStartPass()
 	data, _ := os.ReadFile(cfg)
 	testtree.Write(t, cfg, strings.Replace(string(data), `interval = "1h"`, `interval = "2h"`, 1)+"retention = \"7d\"\n")
 	if err := h.d.Reload(context.Background()); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/native"
 	"github.com/reclaimer/reclaimer/internal/notify"
 	"github.com/reclaimer/reclaimer/internal/openapi"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -276,11 +277,33 @@ func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
 	if _, _, err := d.pass(ctx, passRequest{trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
 	}
+	d.syncNative(ctx)
 	// Expired holds protect nothing; a day of them is kept for reading.
 	if n, err := d.raw.PruneHolds(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
 		d.log.Warn("prune expired holds", "err", err)
 	} else if n > 0 {
 		d.log.Debug("pruned expired holds", "holds", n)
+	}
+}
+
+// syncNative writes the policy into the providers' own timers (native
+// first: the provider acts between passes), after the loop's own pass.
+// Leases and holds taken since extend those timers here too.
+func (d *Daemon) syncNative(ctx context.Context) {
+	s := d.setupNow()
+	if !slices.ContainsFunc(s.sources, func(src engine.Source) bool {
+		_, ok := backend.As[backend.NativeLifecycle](src.Backend)
+		return ok
+	}) {
+		return
+	}
+	rep, err := native.Sync(ctx, native.Options{Sources: s.sources, Ledger: d.store})
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.log.Error("native sync", "err", err)
+	case err == nil && (rep.Written > 0 || rep.Failed > 0 || len(rep.Problems) > 0):
+		d.log.Info("native sync", "written", rep.Written, "failed", rep.Failed, "drifted", rep.Drifted,
+			"problems", len(rep.Problems))
 	}
 }
 

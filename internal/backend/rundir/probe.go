@@ -168,27 +168,38 @@ func (r *probeRun) cacheLeads(entry []byte) bool {
 // it changed.
 func (r *probeRun) finish(names []string) {
 	bare := make(map[string]struct{}, len(names))
-	settled := make(map[string][]stamp, len(names))
 	cutoff := r.readAt.Add(-probeSettle)
-	same := true
+	settledAt := func(i int) bool {
+		return r.bare[i] && !slices.ContainsFunc(r.stamps[i], func(s stamp) bool { return !s.time().Before(cutoff) && s != (stamp{}) })
+	}
+	// Most passes change nothing: then the cache as loaded is the cache to
+	// keep, and no second map of every folder is built.
+	same, settled := true, 0
 	for i, isBare := range r.bare {
 		if !isBare {
 			continue
 		}
 		bare[names[i]] = struct{}{}
-		if !slices.ContainsFunc(r.stamps[i], func(s stamp) bool { return !s.time().Before(cutoff) && s != (stamp{}) }) {
-			settled[names[i]] = r.stamps[i]
+		if settledAt(i) {
+			settled++
 			same = same && slices.Equal(r.known[names[i]], r.stamps[i])
 		}
 	}
 	r.b.mu.Lock()
 	r.b.bare = bare
 	r.b.mu.Unlock()
-	if !same || len(settled) != len(r.known) {
-		// Only a cost saving: a cache that cannot be written is simply
-		// not used.
-		_ = saveProbes(r.path, settled, 1+len(r.subs))
+	if same && settled == len(r.known) {
+		return
 	}
+	keep := make(map[string][]stamp, settled)
+	for i := range r.bare {
+		if settledAt(i) {
+			keep[names[i]] = r.stamps[i]
+		}
+	}
+	// Only a cost saving: a cache that cannot be written is simply not
+	// used.
+	_ = saveProbes(r.path, keep, 1+len(r.subs))
 }
 
 // coreLike tells whether a file name could be a core dump: "core" or
