@@ -22,6 +22,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/notify"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/remote/fakes"
 	"github.com/reclaimer/reclaimer/internal/server"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
@@ -328,5 +329,26 @@ func TestReloadSaysWhatChanged(t *testing.T) {
 	}
 	if rt := h.runtime("r1"); rt.Retention != "7d" {
 		t.Fatalf("after a failed reload the retention is %q, want the reloaded 7d", rt.Retention)
+	}
+}
+
+// TestPassSyncsProviderTimers: every scheduled pass of the daemon writes
+// the policy into a provider's own timers (native first), here a Daytona
+// sandbox's auto-stop, checked by the contract fake.
+func TestPassSyncsProviderTimers(t *testing.T) {
+	dir := t.TempDir()
+	fd := fakes.NewDaytona(t, "dtn-key-123456", time.Now)
+	now := time.Now().UTC()
+	fd.Add(fakes.DaytonaSandbox{ID: "d1", State: "started", Labels: map[string]string{"pool": "agents"}, CreatedAt: now.Add(-time.Hour),
+		LastActivity: now.Add(-time.Minute), AutoStop: 15})
+	t.Setenv("DAYTONA_API_KEY", "dtn-key-123456")
+	cfg := writeConfig(t, dir, "", "[policy]\nidle_suspend = \"45m\"\n[[daytona]]\nendpoint = \""+fd.URL+"\"\nlabels = { pool = \"agents\" }\nrate = 100\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	h.waitFor("the start pass to sync the sandbox's auto-stop", func() bool {
+		s, ok := fd.Get("d1")
+		return ok && s.AutoStop == 45
+	})
+	if s, _ := fd.Get("d1"); s.State != "started" {
+		t.Fatalf("a sandbox active a minute ago was %s", s.State)
 	}
 }
