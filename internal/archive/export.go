@@ -300,7 +300,7 @@ func VerifyObject(ctx context.Context, s sink.Sink, o Object, entries []TarEntry
 		err = verifyTar(ctx, s.URL(o.Name), tee, entries)
 	}
 	if err == nil {
-		_, err = copyCtx(ctx, io.Discard, tee, make([]byte, copyBuf))
+		_, err = sink.CopyContext(ctx, io.Discard, tee, make([]byte, copyBuf))
 	}
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", s.URL(o.Name), err)

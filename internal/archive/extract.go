@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/beneath"
+	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
 // ErrUnsafe reports an archive entry that ExtractTar refuses: an absolute
@@ -106,7 +107,7 @@ func verifyTar(ctx context.Context, path string, f io.Reader, want []TarEntry) e
 		}
 		if got.Type == TypeFile {
 			h := sha256.New()
-			n, err := copyCtx(ctx, h, tr, buf)
+			n, err := sink.CopyContext(ctx, h, tr, buf)
 			if err != nil {
 				return fmt.Errorf("verify tar %s: %q: %w (%w)", path, w.Path, ErrMismatch, err)
 			}
@@ -120,7 +121,7 @@ func verifyTar(ctx context.Context, path string, f io.Reader, want []TarEntry) e
 	}
 	// Read to the end of the zstd stream so the last frame's checksum is
 	// checked and trailing garbage is noticed.
-	if _, err := copyCtx(ctx, io.Discard, dec, buf); err != nil {
+	if _, err := sink.CopyContext(ctx, io.Discard, dec, buf); err != nil {
 		return fmt.Errorf("verify tar %s: after the last entry: %w (%w)", path, ErrMismatch, err)
 	}
 	return nil
@@ -306,7 +307,7 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		}
 	}
 	// Read to the end so a corrupt tail is reported.
-	_, err = copyCtx(ctx, io.Discard, dec, buf)
+	_, err = sink.CopyContext(ctx, io.Discard, dec, buf)
 	return err
 }
 
@@ -317,7 +318,7 @@ func extractFile(ctx context.Context, pfd int, base string, r io.Reader, size in
 	}
 	f := os.NewFile(uintptr(fd), base)
 	defer f.Close()
-	n, err := copyCtx(ctx, f, r, buf)
+	n, err := sink.CopyContext(ctx, f, r, buf)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
 // Kinds of Object.
@@ -47,7 +49,7 @@ func (o Object) Verify(ctx context.Context) error {
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := copyCtx(ctx, h, f, make([]byte, copyBuf))
+	n, err := sink.CopyContext(ctx, h, f, make([]byte, copyBuf))
 	if err != nil {
 		return fmt.Errorf("verify object %s: %w", o.Path, err)
 	}
@@ -166,33 +168,6 @@ func ReadManifest(path string) (Manifest, error) {
 // with the size of what is copied.
 const copyBuf = 256 << 10
 
-// copyCtx copies src to dst with buf, checking ctx between chunks.
-func copyCtx(ctx context.Context, dst io.Writer, src io.Reader, buf []byte) (int64, error) {
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		k, rerr := src.Read(buf)
-		if k > 0 {
-			w, werr := dst.Write(buf[:k])
-			n += int64(w)
-			if werr != nil {
-				return n, werr
-			}
-			if w != k {
-				return n, io.ErrShortWrite
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
-}
-
 // writeAtomic creates path through a temporary file beside it: write calls
 // fill it, then it is fsynced, renamed into place and the folder fsynced.
 // A crash leaves either the old file (or none) or the whole new one, plus
@@ -267,7 +242,7 @@ func hashFile(ctx context.Context, path string) (int64, string, error) {
 		return 0, "", err
 	}
 	h := sha256.New()
-	n, err := copyCtx(ctx, h, f, make([]byte, copyBuf))
+	n, err := sink.CopyContext(ctx, h, f, make([]byte, copyBuf))
 	if err != nil {
 		return 0, "", err
 	}

@@ -154,7 +154,7 @@ func extractFrom(ctx context.Context, s sink.Sink, o Object, dest string) error 
 	if err := extractTar(ctx, tee, dest); err != nil {
 		return fmt.Errorf("extract %s into %s: %w", s.URL(o.Name), dest, err)
 	}
-	if _, err := copyCtx(ctx, io.Discard, tee, make([]byte, copyBuf)); err != nil {
+	if _, err := sink.CopyContext(ctx, io.Discard, tee, make([]byte, copyBuf)); err != nil {
 		return err
 	}
 	if hc.n != o.Bytes || hc.sum() != o.SHA256 {
@@ -227,7 +227,7 @@ func download(ctx context.Context, s sink.Sink, o Object, file string) error {
 	}
 	defer f.Close()
 	hc := newHashCounter()
-	if _, err := copyCtx(ctx, io.MultiWriter(f, hc), r, make([]byte, copyBuf)); err != nil {
+	if _, err := sink.CopyContext(ctx, io.MultiWriter(f, hc), r, make([]byte, copyBuf)); err != nil {
 		return fmt.Errorf("download %s: %w", s.URL(o.Name), err)
 	}
 	if hc.n != o.Bytes || hc.sum() != o.SHA256 {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/beneath"
+	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
 // Entry types of a TarEntry.
@@ -301,7 +302,7 @@ func (t *tarWriter) file(dirfd int, name, rel string, sx *unix.Statx_t) error {
 		return err
 	}
 	h := sha256.New()
-	n, err := copyCtx(t.ctx, io.MultiWriter(t.tw, h), io.LimitReader(f, fs.Size), t.buf)
+	n, err := sink.CopyContext(t.ctx, io.MultiWriter(t.tw, h), io.LimitReader(f, fs.Size), t.buf)
 	if err != nil {
 		return fmt.Errorf("archive %q: %w", rel, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
@@ -139,4 +140,31 @@ func timeOrDash(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format("2006-01-02 15:04")
+}
+
+// printStatusHead prints what local and daemon status share: usage,
+// runtimes, what is reclaimable now and what is scheduled.
+func printStatusHead(out io.Writer, st *Status) {
+	for _, f := range st.Filesystems {
+		marks := "no disk budget"
+		if f.High > 0 {
+			marks = fmt.Sprintf("disk_high %.0f%%, disk_low %.0f%%", f.High*100, f.Low*100)
+		}
+		fmt.Fprintf(out, "%s: %.1f%% used, %s free (%s)\n", f.Path, f.Fraction*100, sizeText(int64(f.AvailBytes)), marks)
+	}
+	fmt.Fprintf(out, "runtimes: %s\n", countsText(st.ByState))
+	fmt.Fprintf(out, "by backend: %s\n", countsText(st.ByBackend))
+	var parts []string
+	for _, step := range backend.Steps {
+		if b := st.Reclaimable[step]; b > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", step, sizeText(b)))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"nothing"}
+	}
+	fmt.Fprintf(out, "reclaimable now: %s\n", strings.Join(parts, ", "))
+	for _, n := range st.Scheduled {
+		fmt.Fprintf(out, "scheduled: %s of %s at %s\n", n.Step, n.Runtime, n.Due.Local().Format(time.RFC3339))
+	}
 }

@@ -290,28 +290,7 @@ func (c *command) remoteStatus(ctx context.Context, rc *remoteClient, args []str
 		return printJSON(c.env.Stdout, st)
 	}
 	out := c.env.Stdout
-	for _, f := range st.Filesystems {
-		marks := "no disk budget"
-		if f.High > 0 {
-			marks = fmt.Sprintf("disk_high %.0f%%, disk_low %.0f%%", f.High*100, f.Low*100)
-		}
-		fmt.Fprintf(out, "%s: %.1f%% used, %s free (%s)\n", f.Path, f.Fraction*100, sizeText(int64(f.AvailBytes)), marks)
-	}
-	fmt.Fprintf(out, "runtimes: %s\n", countsText(st.ByState))
-	fmt.Fprintf(out, "by backend: %s\n", countsText(st.ByBackend))
-	var parts []string
-	for _, step := range backend.Steps {
-		if b := st.Reclaimable[step]; b > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", step, sizeText(b)))
-		}
-	}
-	if len(parts) == 0 {
-		parts = []string{"nothing"}
-	}
-	fmt.Fprintf(out, "reclaimable now: %s\n", strings.Join(parts, ", "))
-	for _, n := range st.Scheduled {
-		fmt.Fprintf(out, "scheduled: %s of %s at %s\n", n.Step, n.Runtime, n.Due.Local().Format(time.RFC3339))
-	}
+	printStatusHead(out, &st)
 	if lp := s.LastPass; !lp.StartedAt.IsZero() {
 		fmt.Fprintf(out, "last pass: %s (%s), %d actions, freed %s, %d failed\n", lp.FinishedAt.Local().Format(time.RFC3339),
 			lp.Trigger, lp.Actions, sizeText(lp.FreedBytes), lp.Failed)

@@ -75,7 +75,7 @@ func (l *Local) put(ctx context.Context, path string, r io.Reader) (int64, error
 			os.Remove(tmp.Name())
 		}
 	}()
-	n, err := copyCtx(ctx, tmp, r)
+	n, err := CopyContext(ctx, tmp, r, make([]byte, copyBuf))
 	if err != nil {
 		return n, err
 	}

@@ -44,9 +44,9 @@ func CheckName(name string) error {
 // copyBuf is the one buffer a local copy uses.
 const copyBuf = 256 << 10
 
-// copyCtx copies src to dst, checking ctx between chunks.
-func copyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
-	buf := make([]byte, copyBuf)
+// CopyContext copies src to dst through buf, checking ctx between chunks,
+// so a canceled pass stops a long upload or read-back promptly.
+func CopyContext(ctx context.Context, dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
