@@ -92,7 +92,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	c := &command{env: env, configPath: *configPath, server: *serverURL, tokenFile: *tokenFile}
 	name, rest := args[0], args[1:]
-	if name != "serve" {
+	switch name {
+	case "plan", "ls", "status":
 		oneShotGC()
 	}
 	var err error
@@ -238,13 +239,14 @@ func absPath(p string) string {
 	return p
 }
 
-// oneShotGC tunes the collector for a command that runs one pass and
-// exits. Nearly all it allocates (the observed world) lives until it
-// exits, so collecting only rescans it: at 100,000 runtimes collection
-// was 40 % of a pass's CPU. It collects only when the heap nears a quarter
-// of the machine's memory (at least 512 MiB), which a pass over a million
-// runtimes stays under. The daemon keeps the default; an operator's GOGC
-// or GOMEMLIMIT wins.
+// oneShotGC tunes the collector for a command that observes the world
+// once, prints and exits (plan, ls, status). Nearly all it allocates lives
+// until it exits, so collecting only rescans it: at 100,000 runtimes
+// collection was 40 % of a pass's CPU. It collects only when the heap
+// nears a quarter of the machine's memory (at least 512 MiB), which a plan
+// over a million runtimes stays under. apply (whose archives and deletions
+// make garbage for as long as they run) and the daemon keep the default;
+// an operator's GOGC or GOMEMLIMIT wins.
 func oneShotGC() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
