@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,6 +29,7 @@ func printPlan(w io.Writer, p *plan.Plan) {
 		}
 		fmt.Fprintf(w, "  %s: %.1f%% used (%s)\n", u.Path, u.Fraction*100, marks)
 	}
+	fmt.Fprintf(w, "  seen: %s\n", seenText(p.Seen))
 	if len(p.Actions) == 0 {
 		fmt.Fprintln(w, "\nnothing to do")
 	} else {
@@ -167,4 +170,23 @@ func printStatusHead(out io.Writer, st *Status) {
 	for _, n := range st.Scheduled {
 		fmt.Fprintf(out, "scheduled: %s of %s at %s\n", n.Step, n.Runtime, n.Due.Local().Format(time.RFC3339))
 	}
+}
+
+// seenText says what a pass observed: "worktree 3 (2 stopped, 1 running),
+// dir 10 (10 stopped)", or "no runtimes".
+func seenText(seen map[string]map[string]int) string {
+	var parts []string
+	for _, b := range slices.Sorted(maps.Keys(seen)) {
+		total := 0
+		var states []string
+		for _, st := range slices.Sorted(maps.Keys(seen[b])) {
+			total += seen[b][st]
+			states = append(states, fmt.Sprintf("%d %s", seen[b][st], st))
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", b, total, strings.Join(states, ", ")))
+	}
+	if len(parts) == 0 {
+		return "no runtimes"
+	}
+	return strings.Join(parts, ", ")
 }

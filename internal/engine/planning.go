@@ -81,6 +81,15 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	for _, fs := range w.Filesystems {
 		p.Usage = append(p.Usage, plan.Usage{Path: fs.Path, Fraction: fs.Fraction, High: fs.High, Low: fs.Low})
 	}
+	p.Seen = map[string]map[string]int{}
+	for _, s := range w.Runtimes {
+		byState := p.Seen[s.Runtime.Backend]
+		if byState == nil {
+			byState = map[string]int{}
+			p.Seen[s.Runtime.Backend] = byState
+		}
+		byState[string(s.Runtime.State)]++
+	}
 	for _, a := range out.Actions {
 		s := w.Find(a.Key)
 		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Step: a.Step, Paths: a.Paths,

@@ -304,8 +304,11 @@ type Plan struct {
 	Note      string    `json:"note"`
 	PlanId    string    `json:"plan_id"`
 	Scheduled []Notice  `json:"scheduled,omitempty,omitzero"`
-	Skipped   []Skipped `json:"skipped"`
-	Usage     []Usage   `json:"usage"`
+
+	// Seen the runtimes the pass observed, counted by backend, then by state
+	Seen    map[string]map[string]int `json:"seen,omitempty,omitzero"`
+	Skipped []Skipped                 `json:"skipped"`
+	Usage   []Usage                   `json:"usage"`
 }
 
 // Registration defines model for Registration.

@@ -74,7 +74,10 @@ type Plan struct {
 	Scheduled []Notice  `json:"scheduled,omitempty"`
 	Canceled  []Notice  `json:"canceled,omitempty"`
 	Messages  []string  `json:"messages,omitempty"`
-	Note      string    `json:"note"`
+	// Seen counts the runtimes the pass observed, by backend and state,
+	// so a plan with nothing to do still says what it looked at.
+	Seen map[string]map[string]int `json:"seen,omitempty"`
+	Note string                    `json:"note"`
 }
 
 // Bytes is the total the plan's actions would free.
