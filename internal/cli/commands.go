@@ -356,9 +356,7 @@ func (c *command) status(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(out, "last action: %s %s of %s/%s, %s\n", e.Intent.At.Local().Format(time.RFC3339), e.Intent.Step, e.Intent.Key.Backend, e.Intent.Key.ID, outcome)
 	}
-	for _, pr := range st.Problems {
-		fmt.Fprintf(out, "problem: %s: %s\n", pr.Runtime, pr.Reason)
-	}
+	printProblems(out, st.Problems)
 	return nil
 }
 

@@ -190,3 +190,10 @@ func seenText(seen map[string]map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// printProblems prints what a pass could not look at.
+func printProblems(out io.Writer, problems []plan.Skipped) {
+	for _, pr := range problems {
+		fmt.Fprintf(out, "problem: %s: %s\n", pr.Runtime, pr.Reason)
+	}
+}

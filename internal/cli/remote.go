@@ -282,6 +282,9 @@ func (c *command) remoteStatus(ctx context.Context, rc *remoteClient, args []str
 	for _, n := range s.Scheduled {
 		st.Scheduled = append(st.Scheduled, plan.Notice{Runtime: n.Runtime, Backend: n.Backend, Step: backend.Step(n.Step), Due: n.Due})
 	}
+	for _, pr := range s.Problems {
+		st.Problems = append(st.Problems, plan.Skipped{Runtime: pr.Runtime, Backend: pr.Backend, Reason: pr.Reason})
+	}
 	if j, err := rc.api.GetJournalWithResponse(ctx, &openapi.GetJournalParams{Limit: 1}); err == nil && j.JSON200 != nil && len(j.JSON200.Entries) > 0 {
 		e := journalEntry(j.JSON200.Entries[0])
 		st.LastPass = &e
@@ -298,6 +301,7 @@ func (c *command) remoteStatus(ctx context.Context, rc *remoteClient, args []str
 	if !s.NextPassAt.IsZero() {
 		fmt.Fprintf(out, "next pass: %s\n", s.NextPassAt.Local().Format(time.RFC3339))
 	}
+	printProblems(out, st.Problems)
 	return nil
 }
 

@@ -397,9 +397,12 @@ type Skipped struct {
 
 // Status defines model for Status.
 type Status struct {
-	Filesystems            []Filesystem     `json:"filesystems"`
-	LastPass               PassSummary      `json:"last_pass,omitempty,omitzero"`
-	NextPassAt             time.Time        `json:"next_pass_at,omitempty,omitzero"`
+	Filesystems []Filesystem `json:"filesystems"`
+	LastPass    PassSummary  `json:"last_pass,omitempty,omitzero"`
+	NextPassAt  time.Time    `json:"next_pass_at,omitempty,omitzero"`
+
+	// Problems what the last pass could not look at (a source whose listing failed, a filesystem it could not measure)
+	Problems               []Skipped        `json:"problems,omitempty,omitzero"`
 	ReclaimableBytesByStep map[string]int64 `json:"reclaimable_bytes_by_step"`
 	RuntimesByBackend      map[string]int   `json:"runtimes_by_backend"`
 	RuntimesByState        map[string]int   `json:"runtimes_by_state"`

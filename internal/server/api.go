@@ -88,6 +88,9 @@ func (a *api) GetStatus(w http.ResponseWriter, r *http.Request) {
 			st.RuntimesByState[g.State]++
 			st.RuntimesByBackend[g.Key.Backend]++
 		}
+		for _, pr := range world.Problems {
+			st.Problems = append(st.Problems, openapi.Skipped{Runtime: pr.Runtime, Backend: pr.Backend, Reason: pr.Reason})
+		}
 	}
 	if p != nil {
 		for _, act := range p.Actions {

@@ -352,3 +352,26 @@ func TestPassSyncsProviderTimers(t *testing.T) {
 		t.Fatalf("a sandbox active a minute ago was %s", s.State)
 	}
 }
+
+// TestStatusReportsProblems: what a pass could not look at (here a
+// source's folder that went away) is in GET /v1/status, not only in logs.
+func TestStatusReportsProblems(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	h := startDaemon(t, dir, writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n"), server.Options{})
+	h.waitStartPass()
+	if err := os.RemoveAll(runs); err != nil {
+		t.Fatal(err)
+	}
+	// Status reuses a dry run of the last seconds; a new one looks again.
+	if p, err := h.api.GetPlanWithResponse(h.ctx(), nil); err != nil || p.JSON200 == nil {
+		t.Fatalf("plan: %v %s", err, body(p))
+	}
+	st, err := h.api.GetStatusWithResponse(h.ctx())
+	if err != nil || st.JSON200 == nil {
+		t.Fatalf("status: %v %s", err, body(st))
+	}
+	if len(st.JSON200.Problems) != 1 || !strings.Contains(st.JSON200.Problems[0].Reason, "listing failed") {
+		t.Fatalf("problems %+v, want the failed listing of %s", st.JSON200.Problems, runs)
+	}
+}
