@@ -24,6 +24,9 @@ type Options struct {
 	// Concurrency bounds the runtimes read or written at once per source
 	// (each backend's client bounds its requests too). Default 8.
 	Concurrency int
+	// Only, when set, syncs just these runtimes (a hold or lease just
+	// taken through the API), listing them by ID.
+	Only []backend.Key
 }
 
 // Setting is one native setting of one runtime.
@@ -198,7 +201,18 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 	if !ok {
 		return nil, errors.New("cannot list runtimes")
 	}
-	rts, err := l.List(ctx, backend.ListOptions{Light: true})
+	opt := backend.ListOptions{Light: true}
+	if len(opts.Only) > 0 {
+		for _, k := range opts.Only {
+			if k.Backend == src.Backend.Name() {
+				opt.IDs = append(opt.IDs, k.ID)
+			}
+		}
+		if len(opt.IDs) == 0 {
+			return nil, nil
+		}
+	}
+	rts, err := l.List(ctx, opt)
 	if err != nil {
 		return nil, fmt.Errorf("listing failed: %w", err)
 	}

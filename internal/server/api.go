@@ -594,6 +594,7 @@ func (a *api) TakeHold(w http.ResponseWriter, r *http.Request, id openapi.ID, pa
 		return
 	}
 	d.metrics.holdsTaken.Inc()
+	d.syncNativeOf(k)
 	writeJSON(w, http.StatusCreated, openapi.Hold{HoldId: h.ID, Holder: h.Holder, ExpiresAt: h.ExpiresAt})
 }
 
@@ -619,6 +620,7 @@ func (a *api) RenewHold(w http.ResponseWriter, r *http.Request, id openapi.ID, h
 		writeError(w, err)
 		return
 	}
+	a.d.syncNativeOf(k)
 	writeJSON(w, http.StatusOK, openapi.Hold{HoldId: h.ID, Holder: h.Holder, ExpiresAt: h.ExpiresAt})
 }
 
@@ -754,6 +756,7 @@ func (a *api) LeaseRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID
 		writeError(w, err)
 		return
 	}
+	d.syncNativeOf(k)
 	writeJSON(w, http.StatusOK, openapi.Lease{LeaseUntil: until, Capped: capped})
 }
 

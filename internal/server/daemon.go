@@ -70,8 +70,11 @@ type Daemon struct {
 	level    *slog.LevelVar
 	stateDir string
 
-	raw     *sqlite.Store
-	store   ledger.Store // raw, with pending activity merged into reads
+	raw   *sqlite.Store
+	store ledger.Store // raw, with pending activity merged into reads
+	// bg counts background work that uses the ledger (a provider sync
+	// after a hold); stop waits for it before closing the ledger.
+	bg      sync.WaitGroup
 	acts    *activityBuffer
 	metrics *metrics
 	keys    *keyCache
@@ -354,6 +357,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.log.Warn("stop HTTP server", "err", err)
 	}
 	wg.Wait()
+	d.bg.Wait()
 	cancelActs()
 	<-actsDone
 	// No request is in flight any more: every acknowledged report is in

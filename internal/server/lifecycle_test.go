@@ -375,3 +375,29 @@ func TestStatusReportsProblems(t *testing.T) {
 		t.Fatalf("problems %+v, want the failed listing of %s", st.JSON200.Problems, runs)
 	}
 }
+
+// TestHoldExtendsProviderTimer: a hold taken through the API moves an E2B
+// sandbox's own timeout past the hold at once, not at the next pass: the
+// provider would otherwise pause it under the host that holds it.
+func TestHoldExtendsProviderTimer(t *testing.T) {
+	dir := t.TempDir()
+	fe := fakes.NewE2B(t, "e2b-key-123456", time.Now)
+	now := time.Now().UTC()
+	fe.Add(fakes.E2BSandbox{ID: "sbx1", State: "running", StartedAt: now.Add(-time.Hour), EndAt: now.Add(time.Minute),
+		OnTimeout: "pause", Metadata: map[string]string{"pool": "agents"}})
+	t.Setenv("E2B_API_KEY", "e2b-key-123456")
+	cfg := writeConfig(t, dir, "", "[[e2b]]\nendpoint = \""+fe.URL+"\"\nmetadata = { pool = \"agents\" }\nrate = 100\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	h.waitStartPass()
+	if s, _ := fe.Get("sbx1"); s.EndAt.After(now.Add(2 * time.Minute)) {
+		t.Fatalf("the start pass moved the timeout to %v with no policy and no hold", s.EndAt)
+	}
+	hold, err := h.api.TakeHoldWithResponse(h.ctx(), "sbx1", &openapi.TakeHoldParams{Backend: "e2b"}, openapi.HoldRequest{Holder: "host-1", Ttl: "10m"})
+	if err != nil || hold.JSON201 == nil {
+		t.Fatalf("hold: %v %s", err, body(hold))
+	}
+	h.waitFor("the sandbox's timeout to pass the hold", func() bool {
+		s, _ := fe.Get("sbx1")
+		return !s.EndAt.Before(hold.JSON201.ExpiresAt)
+	})
+}

@@ -307,6 +307,34 @@ func (d *Daemon) syncNative(ctx context.Context) {
 	}
 }
 
+// syncNativeOf pushes a hold or lease just taken on k into its provider's
+// own timers at once (an E2B timeout due in a minute must not pause a
+// sandbox a host just took a ten-minute hold on), in the background: the
+// request that took it does not wait on the provider.
+func (d *Daemon) syncNativeOf(k ledger.Key) {
+	s := d.setupNow()
+	if !slices.ContainsFunc(s.sources, func(src engine.Source) bool {
+		_, ok := backend.As[backend.NativeLifecycle](src.Backend)
+		return ok && src.Backend.Name() == k.Backend
+	}) {
+		return
+	}
+	d.mu.Lock()
+	runCtx := d.runCtx
+	d.mu.Unlock()
+	if runCtx == nil || runCtx.Err() != nil {
+		return // not serving, or stopping: the next start's pass syncs
+	}
+	d.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(runCtx, time.Minute)
+		defer cancel()
+		if _, err := native.Sync(ctx, native.Options{Sources: s.sources, Ledger: d.store,
+			Only: []backend.Key{{Backend: k.Backend, ID: k.ID}}}); err != nil {
+			d.log.Warn("native sync after a hold or lease", "runtime", k.String(), "err", err)
+		}
+	})
+}
+
 // watch runs Watch of every backend that has it, and a narrowed pass
 // (that runtime, caches) for each change, coalescing bursts.
 func (d *Daemon) watch(ctx context.Context) {
