@@ -100,8 +100,7 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 8<<10)
-
+			buf := make([]byte, 8<<10) // for the probe's getdents
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) || ctx.Err() != nil {
