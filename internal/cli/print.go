@@ -197,3 +197,22 @@ func printProblems(out io.Writer, problems []plan.Skipped) {
 		fmt.Fprintf(out, "problem: %s: %s\n", pr.Runtime, pr.Reason)
 	}
 }
+
+// printRuntimeRows prints ls's table, local or from the daemon.
+func printRuntimeRows(w io.Writer, rows []RuntimeRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tBACKEND\tSTATE\tLAST ACTIVE\tSIZE\tPINNED\tLEASE\tRETENTION\tSCHEDULED")
+	for _, r := range rows {
+		sched := "-"
+		if r.ScheduledStep != "" {
+			sched = fmt.Sprintf("%s at %s", r.ScheduledStep, r.ScheduledDue.Local().Format("2006-01-02 15:04"))
+		}
+		state := string(r.State)
+		if r.Busy != "" {
+			state += " (busy)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, state, ago(r.LastActive),
+			sizeText(r.SizeBytes), orDash(r.Pinned), timeOrDash(r.LeaseUntil), r.Retention, sched)
+	}
+	return tw.Flush()
+}

@@ -237,21 +237,7 @@ func (c *command) remoteLs(ctx context.Context, rc *remoteClient, args []string)
 	if *asJSON {
 		return printJSON(c.env.Stdout, rows)
 	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tBACKEND\tSTATE\tLAST ACTIVE\tSIZE\tPINNED\tLEASE\tRETENTION\tSCHEDULED")
-	for _, r := range rows {
-		sched := "-"
-		if r.ScheduledStep != "" {
-			sched = fmt.Sprintf("%s at %s", r.ScheduledStep, r.ScheduledDue.Local().Format("2006-01-02 15:04"))
-		}
-		state := string(r.State)
-		if r.Busy != "" {
-			state += " (busy)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, state, ago(r.LastActive),
-			sizeText(r.SizeBytes), orDash(r.Pinned), timeOrDash(r.LeaseUntil), r.Retention, sched)
-	}
-	return tw.Flush()
+	return printRuntimeRows(c.env.Stdout, rows)
 }
 
 func (c *command) remoteStatus(ctx context.Context, rc *remoteClient, args []string) error {

@@ -1,49 +1,20 @@
 package ignored_test
 
 import (
-	"context"
-	"github.com/reclaimer/reclaimer/internal/testtree"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
-// real resolves symbolic links in a test path (t.TempDir may sit below one).
-func real(t *testing.T, p string) string {
-	t.Helper()
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func ctx(t *testing.T) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
-
-// markers lists the marker files a trap left in dir.
-func markers(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
-func lines(s string) []string {
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
+// The helpers shared with other test packages.
+var (
+	real    = testtree.Real
+	ctx     = testtree.Context
+	markers = testtree.Names
+	lines   = testtree.Lines
+)
 
 // workspace makes root/rt/workspace and returns root and the workspace.
 func workspace(t *testing.T) (root, ws string) {

@@ -1,10 +1,12 @@
 package testtree
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,4 +105,37 @@ func Age(t testing.TB, when time.Time, paths ...string) {
 		})
 		must(t, err)
 	}
+}
+
+// Real resolves symbolic links in a test path (t.TempDir may sit below
+// one), so it compares equal to paths git prints.
+func Real(t testing.TB, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	must(t, err)
+	return r
+}
+
+// Context is a context for one test's git calls, canceled when it ends.
+func Context(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Names lists the entries of dir (the marker files a trap left there).
+func Names(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// Lines splits a command's output into its lines.
+func Lines(s string) []string {
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
