@@ -109,6 +109,9 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Merged, when set, says why commits on no remote are not unsaved:
+	// they are in the repository's default branch ("merged into main").
+	Merged string `json:"merged,omitempty"`
 	// Storage is a path on the filesystem that holds what the runtime
 	// keeps outside its managed root (Docker's data root, where a
 	// container's writable layer lives); that filesystem is managed for

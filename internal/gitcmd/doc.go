@@ -51,9 +51,14 @@
 //     the caller's context) and kills git's whole process group when it
 //     expires; stdout is capped (Runner.MaxOutput).
 //
-// Not neutralised, because no command of this project runs them: merge
-// drivers (merge.<name>.driver), blame/grep/cat-file textconv when asked
-// for explicitly. Settings that only change output formats of porcelain
+// Merge drivers: the probe also sets every configured merge.<name>.driver
+// to "false" (the path conflicts, nothing runs), and merge.default=text,
+// merge.renormalize=false and merge.union.driver=false are pinned, so the
+// simulated merges of Integrated (merged.go) are git's own text merge: a
+// union merge could otherwise make a dropped change look merged.
+//
+// Not neutralised, because no command of this project runs them:
+// blame/grep/cat-file textconv when asked for explicitly. Settings that only change output formats of porcelain
 // commands (format.pretty, core.abbrev, log.*) are not pinned either:
 // callers pass explicit formats.
 //

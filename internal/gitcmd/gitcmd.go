@@ -115,6 +115,12 @@ var hardening = []string{
 	"-c", "diff.noprefix=false",
 	"-c", "diff.mnemonicPrefix=false",
 	"-c", "diff.relative=false",
+	// Simulated merges (merge-tree): git's own text merge only. A union
+	// merge could call a change merged that it dropped; merge drivers the
+	// repository names are switched off by the probe (neutraliseDrivers).
+	"-c", "merge.default=text",
+	"-c", "merge.renormalize=false",
+	"-c", "merge.union.driver=false",
 }
 
 // baseEnv is the whole environment git starts with.
@@ -166,6 +172,8 @@ var noProbe = map[string]bool{
 	"var":          true,
 	"ls-tree":      true,
 	"rev-list":     true,
+	"merge-base":   true,
+	"patch-id":     true,
 }
 
 // diffFamily get --no-ext-diff --no-textconv --no-color after the
@@ -268,25 +276,31 @@ func rewrite(args []string) []string {
 }
 
 // neutraliseDrivers reads `git config --list -z` output and returns
-// GIT_CONFIG_COUNT entries that switch off every configured filter driver.
+// GIT_CONFIG_COUNT entries that switch off every configured filter driver
+// and every configured merge driver (its command becomes "false": the
+// path conflicts, nothing of the repository's runs).
 func neutraliseDrivers(list []byte) []string {
 	seen := map[string]bool{}
-	var names []string
+	var names, merges []string
 	for _, rec := range bytes.Split(list, []byte{0}) {
 		key, _, _ := bytes.Cut(rec, []byte{'\n'})
 		k := string(key)
 		dot := strings.IndexByte(k, '.')
 		last := strings.LastIndexByte(k, '.')
-		if dot < 0 || last <= dot || !strings.EqualFold(k[:dot], "filter") {
+		if dot < 0 || last <= dot {
 			continue
 		}
 		name := k[dot+1 : last]
-		if !seen[name] {
-			seen[name] = true
+		switch {
+		case strings.EqualFold(k[:dot], "filter") && !seen["f"+name]:
+			seen["f"+name] = true
 			names = append(names, name)
+		case strings.EqualFold(k[:dot], "merge") && strings.EqualFold(k[last+1:], "driver") && !seen["m"+name]:
+			seen["m"+name] = true
+			merges = append(merges, name)
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && len(merges) == 0 {
 		return nil
 	}
 	vars := []struct{ key, value string }{
@@ -301,6 +315,12 @@ func neutraliseDrivers(list []byte) []string {
 				"GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+v.value)
 			n++
 		}
+	}
+	for _, name := range merges {
+		env = append(env,
+			"GIT_CONFIG_KEY_"+strconv.Itoa(n)+"=merge."+name+".driver",
+			"GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"=false")
+		n++
 	}
 	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
 }

@@ -24,6 +24,8 @@ type Backend struct {
 	Repo string // a repository: its linked worktrees
 	Root string // a folder: linked worktrees found below it
 	Git  gitcmd.Runner
+
+	merged gitcmd.IntegrationCache // merged.go
 }
 
 // Name implements backend.Backend.
@@ -170,6 +172,7 @@ func (b *Backend) observe(ctx context.Context, f found, light bool) backend.Runt
 		// Unknown state of the work: never remove it on a guess.
 		rt.Unsaved = "unknown (git failed: " + err.Error() + ")"
 	} else {
+		rt.Merged = b.mergedWork(ctx, f.path, &snap)
 		rt.Unsaved = snap.Unsaved()
 	}
 	act := local.Activity(ctx, b.Git, rt)
