@@ -86,6 +86,10 @@ type Folder struct {
 	// git-ignored dependency folders a backend selects), left out unless
 	// Request.IncludeDependencies.
 	Dependencies []string `json:"-"`
+	// Leave are files and folders below Path (absolute) that are never
+	// stored, whatever IncludeDependencies says: a home's caches and core
+	// dumps. They are named in the manifest's Excluded list.
+	Leave []string `json:"-"`
 }
 
 // Dependency is a rebuildable folder: left out of the archive by default,
@@ -395,9 +399,21 @@ func (x *exporter) addFolders(ctx context.Context, m *Manifest, folders []Folder
 				LockFiles: lockFiles(f.Path, d), Kept: x.req.IncludeDependencies})
 			skip = append(skip, rel)
 		}
+		if x.req.IncludeDependencies {
+			skip = nil
+		}
+		var leave []string
+		for _, l := range f.Leave {
+			if rel, err := filepath.Rel(f.Path, l); err == nil && filepath.IsLocal(rel) {
+				leave = append(leave, filepath.ToSlash(rel))
+				m.Excluded = append(m.Excluded, path.Join(f.Name, filepath.ToSlash(rel))+" (a cache or core dump, not kept)")
+			}
+		}
 		opts := TarOptions{}
-		if !x.req.IncludeDependencies && len(skip) > 0 {
-			opts.Exclude = func(rel string, isDir bool) bool { return isDir && slices.Contains(skip, rel) }
+		if len(skip) > 0 || len(leave) > 0 {
+			opts.Exclude = func(rel string, isDir bool) bool {
+				return (isDir && slices.Contains(skip, rel)) || slices.Contains(leave, rel)
+			}
 		}
 		obj, st, err := x.putTar(ctx, f, opts)
 		if err != nil {

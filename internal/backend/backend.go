@@ -109,6 +109,11 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Orphan, when set, says why the backend itself knows that nothing
+	// owns the runtime any more (a container whose agent-server has no
+	// record of it): the orphan sweep deletes it after the grace period,
+	// as it does the unregistered runtimes of a registered_only source.
+	Orphan string `json:"orphan,omitempty"`
 	// Merged, when set, says why commits on no remote are not unsaved:
 	// they are in the repository's default branch ("merged into main").
 	Merged string `json:"merged,omitempty"`

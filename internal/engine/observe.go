@@ -64,7 +64,16 @@ func (s *Seen) PolicyRecord() policy.Record {
 func (s *Seen) orphanSince() time.Time {
 	r := s.Record
 	switch {
-	case !s.Source.Settings.RegisteredOnly || len(r.Conversations) > 0:
+	case len(r.Conversations) > 0:
+		return time.Time{}
+	case s.Runtime.Orphan != "":
+		// Its backend says nothing owns it: since it was first seen, or
+		// since its last owner let go.
+		if r.ReleasedAt.After(r.FirstSeen) {
+			return r.ReleasedAt
+		}
+		return r.FirstSeen
+	case !s.Source.Settings.RegisteredOnly:
 		return time.Time{}
 	case !r.ReleasedAt.IsZero():
 		return r.ReleasedAt
@@ -336,7 +345,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 	// which the light read leaves out: read those records whole (orphans
 	// are few; registered runtimes were read whole already).
 	for _, s := range w.Runtimes {
-		if s.HasRecord && s.Source.Settings.RegisteredOnly {
+		if s.HasRecord && (s.Source.Settings.RegisteredOnly || s.Runtime.Orphan != "") {
 			if _, whole := records[s.Runtime.Key]; !whole {
 				r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key))
 				if err != nil {

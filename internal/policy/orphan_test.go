@@ -61,6 +61,14 @@ func TestOrphans(t *testing.T) {
 		{"unsaved work and no export: kept",
 			cand("a", orphaned(since, hour), func(c *Candidate) { c.Runtime.Unsaved = "2 uncommitted files"; c.Can.Export = false }),
 			Output{Skipped: []Skip{{key("a"), backend.StepDelete, "unsaved work (2 uncommitted files) and no way to archive it"}}}},
+		{"reported by its backend, any source: announced with the backend's reason",
+			cand("a", func(c *Candidate) {
+				c.Runtime.Orphan, c.Settings.Grace, c.Record.OrphanSince = "a container without a manifest", hour, since
+			}),
+			Output{Schedule: []Notice{{key("a"), backend.StepDelete, now,
+				"orphan: a container without a manifest (seen so since " + since.Format(time.RFC3339) + ")"}}}},
+		{"reported by its backend but registered by a host: left alone",
+			cand("a", func(c *Candidate) { c.Runtime.Orphan, c.Record.Owners = "no manifest", 1 }), Output{}},
 		{"an archive notice in force: withdrawn first",
 			cand("a", orphaned(since, hour), func(c *Candidate) {
 				c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepArchive, ago(hour), now.Add(hour)
@@ -87,6 +95,9 @@ func TestPropertyOrphanSweep(t *testing.T) {
 		for i := range in.Candidates {
 			c := &in.Candidates[i]
 			c.Settings.RegisteredOnly = rapid.Bool().Draw(t, "registeredOnly")
+			if rapid.Bool().Draw(t, "backendOrphan") {
+				c.Runtime.Orphan = "reported by its backend"
+			}
 			c.Record.Owners = rapid.IntRange(0, 2).Draw(t, "owners")
 			if c.Record.Owners == 0 {
 				c.Record.OrphanSince = moment(t, in.Now, "orphanSince")

@@ -416,15 +416,20 @@ func retention(out *Output, c *Candidate, now time.Time, why string, acted map[b
 // under the runtime's lock, that it is still an orphan.
 const OrphanReason = "orphan"
 
-// IsOrphan tells whether c is an orphan of a registered_only source.
+// IsOrphan tells whether c is an orphan: of a registered_only source, or
+// one its backend reports as owned by nothing (Runtime.Orphan); a host's
+// registration makes either owned.
 func IsOrphan(c *Candidate) bool {
-	return c.Settings.RegisteredOnly && c.Record.Owners == 0 && !c.Record.OrphanSince.IsZero()
+	return sweepsOrphans(c) && c.Record.Owners == 0 && !c.Record.OrphanSince.IsZero()
 }
+
+// sweepsOrphans tells whether c can be an orphan at all.
+func sweepsOrphans(c *Candidate) bool { return c.Settings.RegisteredOnly || c.Runtime.Orphan != "" }
 
 // orphan announces, cancels or carries out the deletion of an orphan, and
 // reports whether it decided about c (retention then leaves c alone).
 func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[backend.Key]bool) bool {
-	if !c.Settings.RegisteredOnly {
+	if !sweepsOrphans(c) {
 		return false
 	}
 	k := c.Runtime.Key
@@ -436,6 +441,9 @@ func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[back
 		return false
 	}
 	reason := fmt.Sprintf("%s: no host has owned it since %s", OrphanReason, c.Record.OrphanSince.UTC().Format(time.RFC3339))
+	if c.Runtime.Orphan != "" {
+		reason = fmt.Sprintf("%s: %s (seen so since %s)", OrphanReason, c.Runtime.Orphan, c.Record.OrphanSince.UTC().Format(time.RFC3339))
+	}
 	if why != "" {
 		if scheduled && !strings.HasPrefix(why, "busy") {
 			// A pin, lease, hold or a start cancels the notice.
