@@ -1,0 +1,426 @@
+package openhands_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/sink"
+	"github.com/reclaimer/reclaimer/internal/testtree"
+)
+
+var cacheDirs = []string{".cache", ".npm"}
+
+func newBackend(a *agentServer) *openhands.Backend {
+	return openhands.New(openhands.Options{Layout: a.l, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs})
+}
+
+func list(t *testing.T, b *openhands.Backend) map[string]backend.Runtime {
+	t.Helper()
+	rts, err := b.List(testtree.Context(t), backend.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]backend.Runtime{}
+	for _, rt := range rts {
+		out[rt.ID] = rt
+	}
+	return out
+}
+
+// TestLayoutDerivesWhatTheAgentServerDoes: the paths of its storage module
+// and the label values its registries compute.
+func TestLayoutDerivesWhatTheAgentServerDoes(t *testing.T) {
+	l, err := openhands.NewLayout("/srv/oh/workspace/.openhands", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ConversationsDir != "/srv/oh/workspace/conversations" {
+		t.Errorf("default conversations dir %q", l.ConversationsDir)
+	}
+	id := "0123456789abcdef0123456789abcdef"
+	for got, want := range map[string]string{
+		l.ManifestPath(id): "/srv/oh/workspace/.openhands/runtime-control/" + id + ".json",
+		l.MarkerPath(id):   "/srv/oh/workspace/.openhands/runtime-control/" + id + ".archived.json",
+		l.Home(id):         "/srv/oh/workspace/.openhands/runtime-data/" + id + "/persistence",
+		l.Workspace(id):    "/srv/oh/workspace/.openhands/runtime-data/" + id + "/workspace",
+		l.StatePath(id):    "/srv/oh/workspace/conversations/" + id + "/base_state.json",
+		l.TrashDir():       "/srv/oh/workspace/.openhands/runtime-data/.trash",
+	} {
+		if got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+	owner := sha256.Sum256([]byte("/srv/oh/workspace/conversations\x00/srv/oh/workspace/.openhands"))
+	if want := hex.EncodeToString(owner[:])[:24]; l.Owner() != want {
+		t.Errorf("Owner = %s, want %s", l.Owner(), want)
+	}
+	scope := sha256.Sum256([]byte("/srv/oh/workspace/conversations"))
+	if want := hex.EncodeToString(scope[:])[:24]; l.ExecutionScope() != want {
+		t.Errorf("ExecutionScope = %s, want %s", l.ExecutionScope(), want)
+	}
+	if openhands.UUID(id) != "01234567-89ab-cdef-0123-456789abcdef" {
+		t.Errorf("UUID = %s", openhands.UUID(id))
+	}
+	if _, err := openhands.NewLayout("/srv/oh/persist", ""); err == nil {
+		t.Error("a persistence dir not named .openhands needs conversations_dir")
+	}
+	if _, err := openhands.NewLayout("relative/.openhands", ""); err == nil {
+		t.Error("a relative persistence dir was accepted")
+	}
+}
+
+// TestMarkerContentIsPythons: the marker's bytes are what json.dumps of
+// {"retired_at": datetime.now(UTC).isoformat()} gives.
+func TestMarkerContentIsPythons(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891234000, time.FixedZone("x", 3600))
+	if got, want := string(openhands.MarkerContent(at)), `{"retired_at": "2026-03-04T04:06:07.891234+00:00"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if got, want := string(openhands.MarkerContent(at.Truncate(time.Second))), `{"retired_at": "2026-03-04T04:06:07+00:00"}`; got != want {
+		t.Errorf("whole second: got %s, want %s", got, want)
+	}
+}
+
+// TestListConversations: each conversation's runtime folder with its home
+// and workspace, its last activity from base_state.json, its id as the
+// API writes it; a caller's workspace is named but not managed; nothing
+// else of the layout is a runtime.
+func TestListConversations(t *testing.T) {
+	a := newAgentServer(t)
+	old := time.Now().Add(-72 * time.Hour).Truncate(time.Second)
+	one := a.create("")
+	a.run(one, old)
+	checkout := filepath.Join(filepath.Dir(a.l.PersistenceDir), "user-checkout")
+	testtree.Write(t, filepath.Join(checkout, "main.go"), "package main\n")
+	two := a.create(checkout)
+	a.run(two, old)
+	// base_state.json written later than every file: the activity.
+	recent := time.Now().Add(-time.Hour).Truncate(time.Second)
+	testtree.Age(t, recent, a.l.StatePath(one))
+
+	rts := list(t, newBackend(a))
+	if len(rts) != 2 {
+		t.Fatalf("runtimes: %v", slices.Collect(mapsKeys(rts)))
+	}
+	rt := rts[one]
+	if rt.State != backend.StateStopped || rt.Path != a.l.RunDir(one) || rt.Root != a.l.DataRoot() ||
+		rt.Home != a.l.Home(one) || !slices.Equal(rt.Workspaces, []string{a.l.Workspace(one)}) {
+		t.Errorf("conversation: %+v", rt)
+	}
+	if !rt.LastActivity.Equal(recent) {
+		t.Errorf("last activity %v, want base_state.json's %v", rt.LastActivity, recent)
+	}
+	if rt.Labels["conversation_id"] != openhands.UUID(one) || rt.Labels["history"] != a.l.ConversationDir(one) {
+		t.Errorf("labels %v", rt.Labels)
+	}
+	if rt.Unsaved == "" || rt.Orphan != "" || rt.Pinned != "" {
+		t.Errorf("unsaved %q orphan %q pinned %q", rt.Unsaved, rt.Orphan, rt.Pinned)
+	}
+	rt = rts[two]
+	if len(rt.Workspaces) != 0 || rt.Labels["caller_workspace"] != checkout {
+		t.Errorf("a caller's workspace: workspaces %v, labels %v", rt.Workspaces, rt.Labels)
+	}
+	if !rt.LastActivity.Equal(old) {
+		t.Errorf("last activity %v, want %v", rt.LastActivity, old)
+	}
+}
+
+func mapsKeys(m map[string]backend.Runtime) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestOrphansAndDamageAreReported: a runtime folder without a manifest, a
+// conversation the agent-server archived whose folder is still there, and
+// the agent-server's trash are orphans; a manifest whose folder is gone is
+// missing (an orphan with nothing to free); an archived conversation is
+// archived; a manifest that names another conversation, or is a link, is
+// reported and pinned.
+func TestOrphansAndDamageAreReported(t *testing.T) {
+	a := newAgentServer(t)
+	old := time.Now().Add(-72 * time.Hour)
+	noManifest := newID()
+	a.run(noManifest, old)
+	half := a.create("")
+	a.run(half, old)
+	testtree.Write(t, a.l.MarkerPath(half), `{"retired_at": "2026-01-01T00:00:00+00:00"}`)
+	gone := a.create("")
+	archived := a.create("")
+	a.run(archived, old)
+	a.retire(archived)
+	mismatch := a.create("")
+	a.run(mismatch, old)
+	other := newID()
+	data := strings.Replace(a.manifestBytes(mismatch), openhands.UUID(mismatch), openhands.UUID(other), 1)
+	testtree.Write(t, a.l.ManifestPath(mismatch), data)
+	linked := newID()
+	a.run(linked, old)
+	if err := os.Symlink(a.l.ManifestPath(mismatch), a.l.ManifestPath(linked)); err != nil {
+		t.Fatal(err)
+	}
+
+	rts := list(t, newBackend(a))
+	check := func(id string, state backend.State, orphan, pinned string) {
+		t.Helper()
+		rt, ok := rts[id]
+		if !ok {
+			t.Fatalf("%s not listed", id)
+		}
+		if rt.State != state || !strings.Contains(rt.Orphan, orphan) || (orphan == "" && rt.Orphan != "") ||
+			!strings.Contains(rt.Pinned, pinned) || (pinned == "" && rt.Pinned != "") {
+			t.Errorf("%s: state %s, orphan %q, pinned %q; want %s, %q, %q", id, rt.State, rt.Orphan, rt.Pinned, state, orphan, pinned)
+		}
+	}
+	check(noManifest, backend.StateStopped, "no runtime-control manifest", "")
+	check(half, backend.StateStopped, "archived by the agent-server", "")
+	check(gone, backend.StateMissing, "runtime folder and containers are gone", "")
+	check(archived, backend.StateArchived, "", "")
+	check(mismatch, backend.StateStopped, "", "names conversation")
+	check(linked, backend.StateStopped, "", "not a regular file")
+	check(openhands.TrashID, backend.StateUnowned, "set aside for deletion", "")
+	if rts[archived].Labels["archived_at"] == "" {
+		t.Errorf("archived: labels %v", rts[archived].Labels)
+	}
+}
+
+// TestListRefusesWhatIsNotAnAgentServer: a persistence folder without
+// runtime-control, or whose runtime-data is a link, is an error, not an
+// empty listing.
+func TestListRefusesWhatIsNotAnAgentServer(t *testing.T) {
+	a := newAgentServer(t)
+	if err := os.Remove(a.l.ControlDir()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newBackend(a).List(testtree.Context(t), backend.ListOptions{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("without runtime-control: %v", err)
+	}
+	b := newAgentServer(t)
+	elsewhere := t.TempDir()
+	if err := os.Remove(b.l.DataRoot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, b.l.DataRoot()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newBackend(b).List(testtree.Context(t), backend.ListOptions{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("runtime-data a link: %v", err)
+	}
+}
+
+// world is an engine over one agent-server's layout with a local sink.
+type world struct {
+	a       *agentServer
+	b       *openhands.Backend
+	eng     *engine.Engine
+	sink    *sink.Local
+	ledger  *sqlite.Store
+	archive string
+}
+
+func newWorld(t *testing.T, a *agentServer, b *openhands.Backend, settings policy.Settings) *world {
+	t.Helper()
+	base := t.TempDir()
+	ctx := testtree.Context(t)
+	store, err := sqlite.Open(ctx, filepath.Join(base, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	archives := filepath.Join(base, "archives")
+	local, err := sink.NewLocal(archives)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Options{Ledger: store, StateDir: filepath.Join(base, "state"), ArchiveDir: archives, Sink: local,
+		Sources: []engine.Source{{Name: "openhands[0]", Backend: b, Settings: settings}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return &world{a: a, b: b, eng: eng, sink: local, ledger: store, archive: archives}
+}
+
+// pass plans and applies once, and returns what was done.
+func (w *world) pass(t *testing.T, reqs ...policy.Request) []plan.Result {
+	t.Helper()
+	ctx := testtree.Context(t)
+	p, _, err := w.eng.Plan(ctx, engine.PlanOptions{Requests: reqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.eng.Apply(ctx, p, engine.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Results
+}
+
+// TestRetentionWritesTheMarkerAndRestoreResumes: retention archives an idle
+// conversation's runtime folder (workspace and home, less caches),
+// verified, then writes the agent-server's archive marker byte for byte as
+// it does and moves the folder away; the manifest and history stay, and
+// the conversation lists as archived. Restore brings the folder back and
+// removes the marker: the agent-server would start it again.
+func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
+	a := newAgentServer(t)
+	id := a.create("")
+	a.run(id, time.Now().Add(-72*time.Hour))
+	keep := a.create("")
+	a.run(keep, time.Now().Add(-time.Minute))
+	manifest := a.manifestBytes(id)
+	ws := testtree.Fingerprint(t, a.l.Workspace(id))
+	bashrc, err := os.ReadFile(filepath.Join(a.l.Home(id), ".bashrc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retired := time.Date(2026, 5, 6, 7, 8, 9, 123456000, time.UTC)
+	b := openhands.New(openhands.Options{Layout: a.l, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs,
+		Now: func() time.Time { return retired }})
+	// No caches step: the caches are still there when the archive is made.
+	w := newWorld(t, a, b, policy.Settings{Retention: 24 * time.Hour})
+
+	var results []plan.Result
+	for i := 0; i < 3 && !slices.ContainsFunc(results, func(r plan.Result) bool { return r.Step == backend.StepArchive }); i++ {
+		results = w.pass(t) // the first pass announces, a later one acts
+	}
+	var archiveID string
+	for _, r := range results {
+		if r.Step == backend.StepArchive {
+			if r.Runtime != id || r.Outcome != plan.Done {
+				t.Fatalf("archive result %+v", r)
+			}
+			archiveID = r.ArchiveID
+		}
+	}
+	if archiveID == "" {
+		t.Fatalf("no archive after three passes: %+v", results)
+	}
+	marker, err := os.ReadFile(a.l.MarkerPath(id))
+	if err != nil {
+		t.Fatalf("no archive marker: %v", err)
+	}
+	if want := `{"retired_at": "2026-05-06T07:08:09.123456+00:00"}`; string(marker) != want {
+		t.Errorf("marker %s, want %s", marker, want)
+	}
+	if _, err := os.Lstat(a.l.RunDir(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the runtime folder is still there: %v", err)
+	}
+	if a.manifestBytes(id) != manifest {
+		t.Error("the manifest changed")
+	}
+	if _, err := os.Stat(filepath.Join(a.l.ConversationDir(id), "events", "event-00000-0.json")); err != nil {
+		t.Errorf("the history is gone: %v", err)
+	}
+	if _, err := os.Stat(a.l.RunDir(keep)); err != nil {
+		t.Errorf("the recent conversation was touched: %v", err)
+	}
+	if rt := list(t, b)[id]; rt.State != backend.StateArchived {
+		t.Errorf("after retention: %+v", rt)
+	}
+
+	// The archive holds the workspace and the home, not the caches.
+	recs, err := w.ledger.ListArchives(testtree.Context(t), toLedgerKey(backend.Key{Backend: openhands.Name, ID: id}))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("archives %+v %v", recs, err)
+	}
+	var m struct {
+		Excluded []string `json:"excluded"`
+		Survives []string `json:"survives"`
+	}
+	if err := json.Unmarshal(recs[0].Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(m.Excluded, func(s string) bool { return strings.Contains(s, "persistence/.cache") }) ||
+		!slices.ContainsFunc(m.Excluded, func(s string) bool { return strings.Contains(s, "persistence/.npm") }) {
+		t.Errorf("caches not left out: %v", m.Excluded)
+	}
+
+	dest, err := b.Restore(testtree.Context(t), backend.Key{Backend: openhands.Name, ID: id},
+		backend.RestoreOptions{Manifest: recs[0].Manifest, Sink: w.sink, Staging: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dest != a.l.RunDir(id) {
+		t.Errorf("restored to %s", dest)
+	}
+	if _, err := os.Lstat(a.l.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the marker is still there: %v", err)
+	}
+	if got := testtree.Fingerprint(t, a.l.Workspace(id)); got != ws {
+		t.Error("the workspace came back different")
+	}
+	if got, err := os.ReadFile(filepath.Join(a.l.Home(id), ".bashrc")); err != nil || string(got) != string(bashrc) {
+		t.Errorf("the home came back without its files: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(a.l.Home(id), ".cache")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("caches came back from an archive that should not hold them: %v", err)
+	}
+	if rt := list(t, b)[id]; rt.State != backend.StateStopped || rt.Orphan != "" {
+		t.Errorf("after restore: %+v", rt)
+	}
+}
+
+// TestDeleteLeavesAnExistingMarkerAndTheManifest: a delete of a
+// conversation the agent-server had already marked keeps its marker, and
+// neither touches the manifest.
+func TestDeleteLeavesAnExistingMarkerAndTheManifest(t *testing.T) {
+	a := newAgentServer(t)
+	id := a.create("")
+	a.run(id, time.Now().Add(-72*time.Hour))
+	ours := `{"retired_at": "2025-12-31T23:59:59+00:00"}`
+	testtree.Write(t, a.l.MarkerPath(id), ours)
+	manifest := a.manifestBytes(id)
+	b := newBackend(a)
+	rt := list(t, b)[id]
+	var moved []string
+	err := b.Delete(testtree.Context(t), rt, backend.DeleteOptions{Discard: func(p string) error {
+		moved = append(moved, p)
+		return os.Rename(p, p+".gone")
+	}})
+	if err != nil || !slices.Equal(moved, []string{a.l.RunDir(id)}) {
+		t.Fatalf("Delete = %v, moved %v", err, moved)
+	}
+	if got, _ := os.ReadFile(a.l.MarkerPath(id)); string(got) != ours {
+		t.Errorf("marker rewritten: %s", got)
+	}
+	if a.manifestBytes(id) != manifest {
+		t.Error("manifest changed")
+	}
+	// A runtime that claims another folder is refused.
+	rt.Path = filepath.Join(a.l.DataRoot(), "elsewhere")
+	if err := b.Delete(testtree.Context(t), rt, backend.DeleteOptions{Discard: os.RemoveAll}); !errors.Is(err, backend.ErrProtected) {
+		t.Errorf("Delete of a wrong path = %v, want ErrProtected", err)
+	}
+}
+
+// TestCapabilities pins the backend's roles.
+func TestCapabilities(t *testing.T) {
+	got := backend.Capabilities(newBackend(newAgentServer(t)))
+	want := []string{"Lister", "Suspender", "Deleter", "FileReclaimer", "Exporter", "Locker", "Restorer", "Watcher"}
+	if !slices.Equal(got, want) {
+		t.Errorf("capabilities %v, want %v", got, want)
+	}
+}
+
+func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
