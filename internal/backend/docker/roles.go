@@ -248,23 +248,7 @@ func removeEmptyParents(root, dir string) {
 // container from starting, so the lock is a fresh inspection: a container
 // running, restarting or started since rt was observed is refused.
 func (b *Backend) Lock(ctx context.Context, rt backend.Runtime, opts backend.LockOptions) (backend.Lock, error) {
-	rts, err := b.List(ctx, backend.ListOptions{IDs: []string{rt.ID}})
-	if err != nil {
-		return backend.Lock{}, fmt.Errorf("lock %s: %w", rt.Key, err)
-	}
-	if len(rts) == 0 {
-		return backend.Lock{}, fmt.Errorf("lock %s: %w", rt.Key, backend.ErrNotFound)
-	}
-	cur := rts[0]
-	switch {
-	case opts.Step != backend.StepSuspend && (cur.State.Active() || cur.State == backend.StateUnknown):
-		return backend.Lock{}, fmt.Errorf("lock %s: now %s: %w", rt.Key, cur.State, backend.ErrBusy)
-	case opts.Step != backend.StepSuspend && cur.Busy != "":
-		return backend.Lock{}, fmt.Errorf("lock %s: %s: %w", rt.Key, cur.Busy, backend.ErrBusy)
-	case rt.Fingerprint != "" && cur.Fingerprint != rt.Fingerprint:
-		return backend.Lock{}, fmt.Errorf("lock %s: started or changed since it was observed: %w", rt.Key, backend.ErrConflict)
-	}
-	return backend.Lock{Runtime: cur, Unlock: func() {}}, nil
+	return backend.LockByObserving(ctx, b, rt, opts)
 }
 
 // Watch implements backend.Watcher from the Engine's event stream: the

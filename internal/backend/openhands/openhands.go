@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/local"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/dockerclient"
@@ -199,22 +200,6 @@ func (b *Backend) readEngine(ctx context.Context) (engineView, error) {
 	return v, nil
 }
 
-// activeState tells whether a container's Engine state means processes.
-func activeState(s string) bool { return s == "running" || s == "paused" || s == "restarting" }
-
-// containerState maps an Engine state as the docker backend does.
-func containerState(s string) backend.State {
-	switch s {
-	case "running", "paused":
-		return backend.StateRunning
-	case "restarting":
-		return backend.StateStarting
-	case "created", "exited", "dead":
-		return backend.StateStopped
-	}
-	return backend.StateUnknown
-}
-
 // List implements backend.Lister: one listing of runtime-control and of
 // runtime-data, and one Engine request.
 func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
@@ -293,7 +278,7 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 			continue
 		}
 		why := ""
-		if !activeState(c.State) {
+		if !docker.Active(c.State) {
 			why = "a stopped execution container (the agent-server removes them when it starts; a crash left this one)"
 		}
 		rts = append(rts, containerRuntime(id, c, why))
@@ -352,7 +337,7 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 	var names []string
 	for _, c := range containers {
 		names = append(names, c.Name)
-		if s := containerState(c.State); s.Active() || s == backend.StateUnknown || rt.State == backend.StateStopped {
+		if s := docker.StateOf(c.State); s.Active() || s == backend.StateUnknown || rt.State == backend.StateStopped {
 			rt.State = s
 		}
 	}
@@ -397,7 +382,7 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 func containersState(cs []dockerclient.Container) backend.State {
 	st := backend.StateStopped
 	for _, c := range cs {
-		if s := containerState(c.State); s.Active() || s == backend.StateUnknown {
+		if s := docker.StateOf(c.State); s.Active() || s == backend.StateUnknown {
 			st = s
 		}
 	}
@@ -409,12 +394,12 @@ func containersState(cs []dockerclient.Container) backend.State {
 // it); "" when none does.
 func sharedWithOthers(path string, own []dockerclient.Container, all []dockerclient.Container) string {
 	for _, c := range all {
-		if !activeState(c.State) || slices.ContainsFunc(own, func(o dockerclient.Container) bool { return o.ID == c.ID }) {
+		if !docker.Active(c.State) || slices.ContainsFunc(own, func(o dockerclient.Container) bool { return o.ID == c.ID }) {
 			continue
 		}
 		for _, m := range c.Mounts {
 			src := filepath.Clean(m.Source)
-			if m.Bind() && (src == path || local.Inside(path, src) || local.Inside(src, path)) {
+			if m.Bind() && docker.Overlaps(src, path) {
 				return fmt.Sprintf("%s is mounted by running container %s", src, c.Name)
 			}
 		}
@@ -443,7 +428,7 @@ func fingerprint(rt backend.Runtime, cs []dockerclient.Container, marked, manife
 
 // containerRuntime is a runtime that is one container and no folder.
 func containerRuntime(id string, c dockerclient.Container, orphan string) backend.Runtime {
-	rt := backend.Runtime{Key: backend.Key{Backend: Name, ID: id}, State: containerState(c.State), CreatedAt: c.Created,
+	rt := backend.Runtime{Key: backend.Key{Backend: Name, ID: id}, State: docker.StateOf(c.State), CreatedAt: c.Created,
 		LastActivity: c.Created, Labels: map[string]string{"container": c.Name}, Orphan: orphan}
 	rt.Fingerprint = fingerprint(rt, []dockerclient.Container{c}, false, false)
 	return rt

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/local"
 	"github.com/reclaimer/reclaimer/internal/dockerclient"
 )
@@ -59,7 +60,7 @@ func (b *Backend) activeUser(ctx context.Context, path string) (string, error) {
 	for _, c := range all {
 		for _, m := range c.Mounts {
 			src := filepath.Clean(m.Source)
-			if m.Bind() && (src == path || local.Inside(path, src) || local.Inside(src, path)) {
+			if m.Bind() && docker.Overlaps(src, path) {
 				return c.Name, nil
 			}
 		}
@@ -85,7 +86,7 @@ func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, opts backend.
 			return fmt.Errorf("suspend %s: %w", rt.Key, err)
 		}
 		for _, c := range eng.ours[rt.ID] {
-			if activeState(c.State) {
+			if docker.Active(c.State) {
 				names = append(names, c.ID)
 			}
 		}
@@ -209,7 +210,7 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 		return undo(err)
 	}
 	for _, c := range eng.ours[rt.ID] {
-		if activeState(c.State) {
+		if docker.Active(c.State) {
 			return undo(fmt.Errorf("container %s is %s: %w", c.Name, c.State, backend.ErrBusy))
 		}
 	}
@@ -242,7 +243,7 @@ func (b *Backend) removeContainer(ctx context.Context, rt backend.Runtime, name 
 		if c.Name != name {
 			continue
 		}
-		if activeState(c.State) {
+		if docker.Active(c.State) {
 			return fmt.Errorf("delete %s: the container is %s: %w", rt.Key, c.State, backend.ErrBusy)
 		}
 		if err := b.opts.Client.Remove(ctx, c.ID); err != nil && !dockerclient.IsNotFound(err) {
@@ -313,28 +314,13 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 }
 
 // Lock implements backend.Locker. The agent-server's own lock cannot be
-// taken from outside, so the lock is a fresh observation: a conversation
-// whose container runs or started since rt was observed is refused. The
-// archive marker that Delete writes first is what keeps the agent-server
-// from starting one afterwards.
+// taken from outside, so the lock is a fresh observation
+// (backend.LockByObserving): a conversation whose container runs or
+// started since rt was observed is refused. The archive marker that
+// Delete writes first is what keeps the agent-server from starting one
+// afterwards.
 func (b *Backend) Lock(ctx context.Context, rt backend.Runtime, opts backend.LockOptions) (backend.Lock, error) {
-	rts, err := b.List(ctx, backend.ListOptions{IDs: []string{rt.ID}})
-	if err != nil {
-		return backend.Lock{}, fmt.Errorf("lock %s: %w", rt.Key, err)
-	}
-	if len(rts) == 0 {
-		return backend.Lock{}, fmt.Errorf("lock %s: %w", rt.Key, backend.ErrNotFound)
-	}
-	cur := rts[0]
-	switch {
-	case opts.Step != backend.StepSuspend && (cur.State.Active() || cur.State == backend.StateUnknown):
-		return backend.Lock{}, fmt.Errorf("lock %s: now %s: %w", rt.Key, cur.State, backend.ErrBusy)
-	case opts.Step != backend.StepSuspend && cur.Busy != "":
-		return backend.Lock{}, fmt.Errorf("lock %s: %s: %w", rt.Key, cur.Busy, backend.ErrBusy)
-	case rt.Fingerprint != "" && cur.Fingerprint != rt.Fingerprint:
-		return backend.Lock{}, fmt.Errorf("lock %s: changed since it was observed: %w", rt.Key, backend.ErrConflict)
-	}
-	return backend.Lock{Runtime: cur, Unlock: func() {}}, nil
+	return backend.LockByObserving(ctx, b, rt, opts)
 }
 
 // Watch implements backend.Watcher: the runtime of each of this
