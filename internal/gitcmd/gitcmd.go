@@ -174,6 +174,7 @@ var noProbe = map[string]bool{
 	"rev-list":     true,
 	"merge-base":   true,
 	"patch-id":     true,
+	"diff-tree":    true, // compares two trees of the object database only
 }
 
 // diffFamily get --no-ext-diff --no-textconv --no-color after the

@@ -20,10 +20,14 @@ const (
 	// MergedRebased: every commit has a twin on the branch with the same
 	// patch id (git patch-id --verbatim: whitespace counts).
 	MergedRebased = "rebased"
-	// MergedSquashed: the branch's whole change is on the branch as one
-	// commit (its tree, or its patch id, is that of the work merged onto
-	// its base), or merging the work into the branch would add nothing.
+	// MergedSquashed: the work's whole change is on the branch as one
+	// commit whose tree is the work merged onto its parent (a commit with
+	// the work's diff is one).
 	MergedSquashed = "squashed"
+	// MergedIntegrated: merging the work into the branch would add
+	// nothing (a squash or rebase merge the branch moved on from, in
+	// files the work did not change). Tried first: it is the cheapest.
+	MergedIntegrated = "integrated"
 )
 
 // Integration says where a worktree's commits already are.
@@ -42,7 +46,11 @@ type Integration struct {
 // origin/main (squashed)".
 func (i Integration) String() string {
 	s := "merged into " + i.Into
-	if i.How != MergedPlainly {
+	switch i.How {
+	case MergedPlainly:
+	case MergedIntegrated:
+		s += " (merging it again would add nothing)"
+	default:
 		s += " (" + i.How + ")"
 	}
 	return s
@@ -98,20 +106,28 @@ type target struct {
 
 // Integrated tells whether every commit reachable from head (in the work
 // tree or repository dir) and from no remote-tracking ref is already in one
-// of the repository's integration branches (IntegrationBranches): merged
-// plainly, rebased (same patch ids), or squashed (a commit whose tree is the
-// work merged onto its parent, or whose patch id is that of the whole work;
-// or a simulated merge of the work that adds nothing). ok is false when any
-// commit's work cannot be found there; err is set when git could not answer
-// (then ok is false too: what cannot be proven merged is unsaved).
+// of the repository's integration branches (IntegrationBranches), tried in
+// order of cost: merged plainly (reachable); a simulated merge of head
+// into the branch adds nothing (MergedIntegrated); rebased (every commit
+// has a twin with the same patch id, whitespace included); squashed (a
+// commit whose tree is the work merged onto its parent; one with the
+// work's diff is one). ok is false when any of the work cannot be found
+// there (Integration.Remaining then counts the commits the nearest branch
+// lacks); err is set when git could not answer, and then ok is false too:
+// what cannot be proven merged is unsaved.
 //
-// Cost: a few git processes per integration branch; the history walked is
-// bounded by opts (see ErrTooMuchHistory). Only the simulated merges write,
-// and they write objects into a quarantine under opts.Scratch, never into
-// the repository. The refs are the repository's word, as they are for
-// "on a remote": whoever writes its .git can make a branch hold anything,
-// but then the commits are in that branch, which removing a worktree
-// leaves in place.
+// Cost: two git processes to find the branches; per branch, two to count
+// the commits on either side of the fork, and it stops there when the
+// branch has not moved since the fork, or has not changed the work's
+// first changed file since (the common case of work not merged: about
+// seven processes in all). Otherwise a few more, and a `git log -p` of the
+// commits since the fork. The history walked is bounded by opts (see
+// ErrTooMuchHistory). Only the simulated merges write, and they write
+// objects into a quarantine under opts.Scratch, never into the repository.
+//
+// The refs are the repository's word, as they are for "on a remote":
+// whoever writes its .git can make a branch hold anything, but then the
+// commits are in that branch, which removing a worktree leaves in place.
 func (r Runner) Integrated(ctx context.Context, dir, head string, opts IntegrationOptions) (Integration, bool, error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -319,13 +335,87 @@ func (r Runner) integratedInto(ctx context.Context, dir, head string, t target, 
 		return "", 0, fmt.Errorf("%d commits of the work, %d of %s since they forked (at most %d each): %w",
 			len(work), theirs, t.name, opts.MaxCommits, ErrTooMuchHistory)
 	}
+	if theirs == 0 {
+		// t has not moved since the fork: it cannot hold work it lacks.
+		return "", len(work), nil
+	}
+	f, err := r.forkOf(ctx, dir, head, t)
+	if err != nil || !f.related {
+		return "", len(work), err
+	}
+	if f.first != "" && !f.touched {
+		// t left the work's first changed path as it was at the fork:
+		// whatever else it did, that change is not in it.
+		return "", len(work), nil
+	}
+	q, err := r.quarantine(ctx, dir, opts.Scratch)
+	if err != nil {
+		return "", 0, err
+	}
+	defer q.close()
+	if ok, err := r.addsNothing(ctx, dir, q, head, t); err != nil || ok {
+		return ifTrue(ok, MergedIntegrated), 0, err
+	}
 	if ok, err := r.rebased(ctx, dir, head, t, work, opts); err != nil || ok {
 		return ifTrue(ok, MergedRebased), 0, err
 	}
-	if ok, err := r.squashed(ctx, dir, head, t, opts); err != nil || ok {
+	if ok, err := r.squashed(ctx, dir, q, head, t, f, opts); err != nil || ok {
 		return ifTrue(ok, MergedSquashed), 0, err
 	}
 	return "", len(work), nil
+}
+
+// addsNothing tells whether a simulated merge of head into t (git
+// merge-tree --write-tree) is clean and gives t's own tree.
+func (r Runner) addsNothing(ctx context.Context, dir string, q objectQuarantine, head string, t target) (bool, error) {
+	tTree, err := r.treeOf(ctx, dir, t.oid)
+	if err != nil {
+		return false, err
+	}
+	tree, clean, err := r.mergeTree(ctx, dir, q, t.oid, head)
+	return err == nil && clean && tree == tTree, err
+}
+
+// fork is what the comparison of the work with t starts from.
+type fork struct {
+	related bool   // head and t have a merge base
+	base    string // the merge base
+	// first is the first path the work changed since base ("" when its
+	// tree is base's), touched whether t changed it since base too.
+	first   string
+	touched bool
+}
+
+func (r Runner) forkOf(ctx context.Context, dir, head string, t target) (fork, error) {
+	var f fork
+	out, err := r.Run(ctx, dir, "merge-base", t.oid, head)
+	if err != nil {
+		if exitStatus(err) == 1 {
+			return f, nil // unrelated histories
+		}
+		return f, err
+	}
+	f.base, f.related = line(out), true
+	if !isObjectName(f.base) {
+		return f, fmt.Errorf("merge-base %s %s: %q is not a commit id", t.name, head, f.base)
+	}
+	out, err = r.Run(ctx, dir, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id", f.base, head)
+	if err != nil {
+		return f, err
+	}
+	f.first, _, _ = strings.Cut(string(out), "\x00")
+	if f.first == "" {
+		return f, nil
+	}
+	_, err = r.RunInput(ctx, dir, nil, []string{"GIT_LITERAL_PATHSPECS=1"}, "diff-tree", "--quiet", "-r", "--no-renames",
+		f.base, t.oid, "--", f.first)
+	switch {
+	case exitStatus(err) == 1:
+		f.touched = true
+	case err != nil:
+		return f, err
+	}
+	return f, nil
 }
 
 func ifTrue(ok bool, s string) string {
@@ -341,9 +431,8 @@ func ifTrue(ok bool, s string) string {
 var diffArgs = []string{"--binary", "--no-renames", "--unified=3", "--diff-algorithm=myers", "--no-relative",
 	"--ignore-submodules=none", "--src-prefix=a/", "--dst-prefix=b/"}
 
-// patchIDs returns the patch id of each commit (or, for a plain diff, of
-// the whole input under the key "") that `git patch-id --verbatim` finds
-// in diffs. Whitespace counts: patch ids that ignore it (git cherry's)
+// patchIDs returns the patch id of each commit that `git patch-id
+// --verbatim` finds in diffs. Whitespace counts: patch ids that ignore it (git cherry's)
 // would call a change merged when only its indentation differs.
 func (r Runner) patchIDs(ctx context.Context, dir string, diffs []byte) (map[string]string, error) {
 	if len(diffs) == 0 {
@@ -358,9 +447,6 @@ func (r Runner) patchIDs(ctx context.Context, dir string, diffs []byte) (map[str
 		f := strings.Fields(l)
 		if len(f) != 2 {
 			continue
-		}
-		if strings.Trim(f[1], "0") == "" {
-			f[1] = "" // a diff without a commit line
 		}
 		ids[f[1]] = f[0]
 	}
@@ -409,103 +495,40 @@ func (r Runner) rebased(ctx context.Context, dir, head string, t target, work []
 	return true, nil
 }
 
-// squashed tells whether the work's whole change is in t as one commit,
-// or merging it into t would add nothing:
+// squashed tells whether the work's whole change is in t as one commit S
+// of t since the fork point that touches the work's first changed path,
+// newest first, at most opts.MaxCandidates: S (with one parent P) has the
+// tree a simulated merge of head onto P gives, a squash merge made when t
+// was at P, whatever t did since.
 //
-//   - a simulated merge of head into t (git merge-tree --write-tree) is
-//     clean and its tree is t's tree (this also catches squash and rebase
-//     merges that t moved on from);
-//   - or a commit S of t since the fork point, touching the work's first
-//     changed path, has the patch id of the work's whole diff from the fork
-//     point;
-//   - or such an S with one parent P has the tree a simulated merge of head
-//     onto P gives (a squash merge made when t was at P).
+// A commit whose diff equals the work's (the same patch id, context lines
+// included) is found by the same test: where P and the fork point differ
+// the diff would differ too, so applying the work onto P is the clean
+// three-way merge, and S's tree is its result.
 //
 // Merge drivers and filters named by the repository are switched off for
 // the simulated merges (see the package documentation), so a merge is
-// git's own three-way text merge; a conflict is never "adds nothing".
-func (r Runner) squashed(ctx context.Context, dir, head string, t target, opts IntegrationOptions) (bool, error) {
-	q, err := r.quarantine(ctx, dir, opts.Scratch)
-	if err != nil {
-		return false, err
-	}
-	defer q.close()
-	tTree, err := r.treeOf(ctx, dir, t.oid)
-	if err != nil {
-		return false, err
-	}
-	if tree, clean, err := r.mergeTree(ctx, dir, q, t.oid, head); err != nil || (clean && tree == tTree) {
-		return err == nil, err
-	}
-	out, err := r.Run(ctx, dir, "merge-base", t.oid, head)
-	if err != nil {
-		if exitStatus(err) == 1 {
-			return false, nil // unrelated histories
-		}
-		return false, err
-	}
-	base := line(out)
-	if !isObjectName(base) {
-		return false, fmt.Errorf("merge-base %s %s: %q is not a commit id", t.name, head, base)
-	}
-	out, err = r.Run(ctx, dir, append([]string{"diff", "--name-only", "-z"}, append(diffArgs, base, head, "--")...)...)
-	if err != nil {
-		return false, err
-	}
-	first, _, _ := strings.Cut(string(out), "\x00")
-	if first == "" {
+// git's own three-way text merge; a conflict is never a match.
+func (r Runner) squashed(ctx context.Context, dir string, q objectQuarantine, head string, t target, f fork, opts IntegrationOptions) (bool, error) {
+	if f.first == "" {
 		return false, nil // no change: the simulated merge said so already
 	}
-	lit := []string{"GIT_LITERAL_PATHSPECS=1"}
 	max := "--max-count=" + strconv.Itoa(opts.MaxCandidates)
-	out, err = r.RunInput(ctx, dir, nil, lit, "log", "--no-merges", max, "--format=%H %T %P", t.oid, "--not", head, "--", first)
+	out, err := r.RunInput(ctx, dir, nil, []string{"GIT_LITERAL_PATHSPECS=1"}, "log", "--no-merges", max,
+		"--format=%H %T %P", t.oid, "--not", head, "--", f.first)
 	if err != nil {
 		return false, err
 	}
-	type candidate struct{ id, tree, parent string }
-	var cands []candidate
 	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 3 && isObjectName(f[0]) && isObjectName(f[1]) && isObjectName(f[2]) { // one parent
-			cands = append(cands, candidate{f[0], f[1], f[2]})
+		w := strings.Fields(l)
+		if len(w) != 3 || !isObjectName(w[1]) || !isObjectName(w[2]) {
+			continue // not one parent
 		}
-	}
-	if len(cands) == 0 {
-		return false, nil
-	}
-	// The whole work's patch id against those of the candidates.
-	g := r
-	g.MaxOutput = opts.MaxPatchBytes
-	workDiff, err := g.Run(ctx, dir, append(append([]string{"diff"}, diffArgs...), base, head, "--")...)
-	if err != nil {
-		return false, err
-	}
-	candDiffs, err := g.RunInput(ctx, dir, nil, lit, append(append([]string{"log", "-p", "--no-merges", "--full-diff",
-		max, "--format=commit %H"}, diffArgs...), t.oid, "--not", head, "--", first)...)
-	if err != nil {
-		return false, err
-	}
-	workIDs, err := r.patchIDs(ctx, dir, workDiff)
-	if err != nil {
-		return false, err
-	}
-	candIDs, err := r.patchIDs(ctx, dir, candDiffs)
-	if err != nil {
-		return false, err
-	}
-	if w, ok := workIDs[""]; ok {
-		for _, c := range cands {
-			if candIDs[c.id] == w {
-				return true, nil
-			}
-		}
-	}
-	for _, c := range cands {
-		tree, clean, err := r.mergeTree(ctx, dir, q, c.parent, head)
+		tree, clean, err := r.mergeTree(ctx, dir, q, w[2], head)
 		if err != nil {
 			return false, err
 		}
-		if clean && tree == c.tree {
+		if clean && tree == w[1] {
 			return true, nil
 		}
 	}

@@ -103,27 +103,41 @@ func TestIntegratedEachKindOfMerge(t *testing.T) {
 			m.commitOnMain("other.txt", "other\n", "other changed\n", "main moves")
 			git(m.t, m.dir, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
 		}, gitcmd.MergedPlainly},
-		{"rebased", func(m *mergeRepo) {
+		{"rebased, then main moved on", func(m *mergeRepo) {
 			m.commitOnMain("other.txt", "other\n", "other changed\n", "main moves")
 			git(m.t, m.dir, "cherry-pick", m.base+".."+m.feat)
-		}, gitcmd.MergedRebased},
+			m.commitOnMain("other.txt", "other changed\n", "other changed again\n", "main moves on")
+		}, gitcmd.MergedIntegrated},
 		{"rebased past nearby changes", func(m *mergeRepo) {
 			// Context lines differ: patch ids do not match, the simulated
 			// merge adds nothing.
 			m.commitOnMain("lines.txt", "four\n", "FOUR\n", "main edits near")
 			git(m.t, m.dir, "cherry-pick", m.base+".."+m.feat)
-		}, gitcmd.MergedSquashed},
+		}, gitcmd.MergedIntegrated},
+		{"rebased, then the same lines changed on main", func(m *mergeRepo) {
+			// The simulated merge conflicts; the patch ids match.
+			m.commitOnMain("other.txt", "other\n", "other changed\n", "main moves")
+			git(m.t, m.dir, "cherry-pick", m.base+".."+m.feat)
+			m.commitOnMain("lines.txt", "TWO\n", "two, reworded later\n", "main rewords")
+		}, gitcmd.MergedRebased},
 		{"squashed", func(m *mergeRepo) {
 			m.commitOnMain("other.txt", "other\n", "other changed\n", "main moves")
 			git(m.t, m.dir, "merge", "-q", "--squash", "feat")
 			git(m.t, m.dir, "commit", "-q", "-m", "squash feat")
-		}, gitcmd.MergedSquashed},
+		}, gitcmd.MergedIntegrated},
 		{"squashed, then the same lines changed on main", func(m *mergeRepo) {
 			git(m.t, m.dir, "merge", "-q", "--squash", "feat")
 			git(m.t, m.dir, "commit", "-q", "-m", "squash feat")
 			m.commitOnMain("lines.txt", "TWO\n", "two, reworded later\n", "main rewords")
 			git(m.t, m.dir, "rm", "-q", "new.txt")
 			git(m.t, m.dir, "commit", "-q", "-m", "main drops the new file")
+		}, gitcmd.MergedSquashed}, // its patch id is the work's
+		{"squashed next to main's own change, then the same lines changed", func(m *mergeRepo) {
+			// Its context differs, so only its tree tells.
+			m.commitOnMain("lines.txt", "four\n", "FOUR\n", "main edits near")
+			git(m.t, m.dir, "merge", "-q", "--squash", "feat")
+			git(m.t, m.dir, "commit", "-q", "-m", "squash feat")
+			m.commitOnMain("lines.txt", "TWO\n", "two, reworded later\n", "main rewords")
 		}, gitcmd.MergedSquashed},
 	}
 	for _, c := range cases {
@@ -227,8 +241,8 @@ func TestIntegratedOnTheRemote(t *testing.T) {
 		t.Fatalf("IntegrationBranches = %q, want %q", refs, want)
 	}
 	in, ok, err := gitcmd.Runner{}.Integrated(ctx(t), m.dir, m.feat, gitcmd.IntegrationOptions{Scratch: t.TempDir()})
-	if err != nil || !ok || in.Into != "origin/develop" || in.How != gitcmd.MergedSquashed {
-		t.Fatalf("Integrated = %+v, %v, %v; want squashed into origin/develop", in, ok, err)
+	if err != nil || !ok || in.Into != "origin/develop" || in.How != gitcmd.MergedIntegrated {
+		t.Fatalf("Integrated = %+v, %v, %v; want integrated into origin/develop", in, ok, err)
 	}
 }
 
@@ -352,7 +366,7 @@ func TestIntegratedBoundsHistory(t *testing.T) {
 	}
 	git(t, m.dir, "cherry-pick", m.base+".."+m.feat)
 	if _, ok, err := m.integrated(gitcmd.IntegrationOptions{}); err != nil || !ok {
-		t.Fatalf("unbounded: ok=%v err=%v, want rebased", ok, err)
+		t.Fatalf("unbounded: ok=%v err=%v, want merged", ok, err)
 	}
 	_, ok, err := m.integrated(gitcmd.IntegrationOptions{MaxCommits: 4})
 	if ok || !errors.Is(err, gitcmd.ErrTooMuchHistory) {
