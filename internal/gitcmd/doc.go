@@ -62,7 +62,8 @@
 // commands (format.pretty, core.abbrev, log.*) are not pinned either:
 // callers pass explicit formats.
 //
-// Requires git 2.36 or newer (worktree list -z, GIT_CONFIG_COUNT).
+// Requires git 2.36 or newer (worktree list -z, GIT_CONFIG_COUNT); 2.38
+// for Integrated's simulated merges.
 //
 // Errors: a command that ran and failed returns *Error with its arguments
 // (the caller's, without the hardening options), exit code and trimmed
@@ -71,6 +72,12 @@
 // cannot be started returns *Error wrapping the exec error. The helpers
 // (TopLevel, Worktrees, StatusPorcelainV2, ...) wrap those as
 // "verb noun: %w".
+//
+// Integrated (merged.go) tells whether a worktree's commits are already in
+// its repository's default branch: merged, rebased (patch ids) or squashed
+// (simulated merges with git merge-tree --write-tree, git 2.38 or newer,
+// into a quarantine object folder). It is bounded in commits compared and
+// time, and trusts the refs no more than "on a remote" does.
 //
 // A Runner is a value with no state; it is safe for concurrent use. Run
 // never writes to the repository unless the arguments ask for it
