@@ -12,11 +12,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/dockerclient"
 )
 
@@ -406,7 +406,7 @@ func walk(dir string, depth int, visit func(dir string) bool) {
 // .claude/worktrees may hold its worktrees. Only real folders count.
 func (d *discovery) claudeProjects(h Home) []string {
 	p := filepath.Join(h.Dir, ".claude.json")
-	data, err := readSmall(p, 64<<20)
+	data, err := beneath.ReadFileAt(p, 64<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		d.place(p, "Claude Code projects", "absent")
 		return nil
@@ -495,33 +495,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// readSmall reads a regular file of at most max bytes without following a
-// link or blocking on a FIFO.
-func readSmall(p string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, max)
-	}
-	return data, nil
-}
-
 // readLinkFile reads the one-line file git writes to link a worktree and
 // its admin folder ("gitdir: X" in the worktree's .git, X/.git in the
 // admin folder's gitdir).
 func readLinkFile(p, prefix string) (string, error) {
-	data, err := readSmall(p, 4096)
+	data, err := beneath.ReadFileAt(p, 4096)
 	if err != nil {
 		return "", err
 	}

@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reclaimer/reclaimer/internal/beneath"
 )
 
 // The names OpenHands' agent-server gives what it stores and labels.
@@ -157,37 +157,9 @@ type Marker struct {
 	RetiredAt string `json:"retired_at"`
 }
 
-// errNotRegular: a control file that is a link, a FIFO or a folder.
-var errNotRegular = errors.New("not a regular file")
-
 // readControl reads a small regular file without following a link or
-// blocking on a FIFO.
-func readControl(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if err == unix.ELOOP {
-			return nil, fmt.Errorf("read %s: a symbolic link: %w", path, errNotRegular)
-		}
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %s: %w", path, errNotRegular)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxControlFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxControlFile {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxControlFile)
-	}
-	return data, nil
-}
+// blocking on a FIFO (beneath.ReadFileAt).
+func readControl(path string) ([]byte, error) { return beneath.ReadFileAt(path, maxControlFile) }
 
 // ReadManifest reads conversation id's manifest; it fails when the file
 // is not a small regular file, not JSON, or names another conversation
@@ -309,7 +281,7 @@ func (l Layout) removeMarker(id string) error {
 	case err != nil:
 		return fmt.Errorf("remove archive marker of %s: %w", id, err)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fmt.Errorf("remove archive marker of %s: %w", id, errNotRegular)
+		return fmt.Errorf("remove archive marker of %s: %w", id, beneath.ErrNotRegular)
 	}
 	if err := unix.Unlinkat(dfd, name, 0); err != nil && err != unix.ENOENT {
 		return fmt.Errorf("remove archive marker of %s: %w", id, err)

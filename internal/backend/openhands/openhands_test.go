@@ -197,7 +197,7 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 	check(gone, backend.StateMissing, "runtime folder and containers are gone", "")
 	check(archived, backend.StateArchived, "", "")
 	check(mismatch, backend.StateStopped, "", "names conversation")
-	check(linked, backend.StateStopped, "", "not a regular file")
+	check(linked, backend.StateStopped, "", "is a symbolic link")
 	check(openhands.TrashID, backend.StateUnowned, "set aside for deletion", "")
 	if rts[archived].Labels["archived_at"] == "" {
 		t.Errorf("archived: labels %v", rts[archived].Labels)
