@@ -424,3 +424,43 @@ func TestCapabilities(t *testing.T) {
 }
 
 func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
+
+// TestOrphansAreSwept: with no policy but the orphan sweep (grace zero), a
+// runtime folder without a manifest is archived and removed, the
+// agent-server's trash emptied; a conversation with its manifest is left
+// alone, and so is a manifest whose folder is gone (nothing to free).
+func TestOrphansAreSwept(t *testing.T) {
+	a := newAgentServer(t)
+	old := time.Now().Add(-72 * time.Hour)
+	stray := newID()
+	a.run(stray, old)
+	kept := a.create("")
+	a.run(kept, old)
+	gone := a.create("")
+	retired := a.create("")
+	a.run(retired, old)
+	a.retire(retired) // leaves an entry in its trash
+	w := newWorld(t, a, newBackend(a), policy.Settings{})
+	for i := 0; i < 3; i++ {
+		w.pass(t)
+	}
+	if _, err := os.Lstat(a.l.RunDir(stray)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the folder without a manifest is still there: %v", err)
+	}
+	recs, err := w.ledger.ListArchives(testtree.Context(t), toLedgerKey(backend.Key{Backend: openhands.Name, ID: stray}))
+	if err != nil || len(recs) != 1 {
+		t.Errorf("the stray folder was not archived first: %+v %v", recs, err)
+	}
+	if names := testtree.Names(t, a.l.TrashDir()); len(names) != 0 {
+		t.Errorf("the agent-server's trash still holds %v", names)
+	}
+	if _, err := os.Stat(a.l.RunDir(kept)); err != nil {
+		t.Errorf("a conversation with its manifest was touched: %v", err)
+	}
+	if a.manifestBytes(gone) == "" {
+		t.Error("the manifest without a folder is empty")
+	}
+	if _, err := os.Lstat(a.l.MarkerPath(gone)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a marker was written for the manifest without a folder: %v", err)
+	}
+}
