@@ -19,7 +19,7 @@ func LockByObserving(ctx context.Context, l Lister, rt Runtime, opts LockOptions
 	}
 	var cur *Runtime
 	for i := range rts {
-		if rts[i].Key == rt.Key {
+		if rts[i].ID == rt.ID { // the backend's own listing: its ID is the key within it
 			cur = &rts[i]
 		}
 	}
