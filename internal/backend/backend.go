@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/sink"
@@ -122,6 +123,28 @@ type Runtime struct {
 	// (Daytona's list does), is what NativeLifecycle would read; nil
 	// otherwise. It saves one request a runtime on every pass.
 	Native *Lifecycle `json:"native,omitempty"`
+	// AgentServer, when the backend knows it, is the runtime's OpenHands
+	// agent-server (an OpenHands Cloud sandbox's AGENT_SERVER URL), whose
+	// idle clock may refine LastActivity while the runtime runs (package
+	// agentserver). Nil when unknown.
+	AgentServer *AgentServer `json:"agent_server,omitempty"`
+}
+
+// AgentServer is where a runtime's OpenHands agent-server answers, and the
+// session key it wants (X-Session-API-Key). The key never leaves the
+// process: it is not marshalled, and it prints as "[redacted]".
+type AgentServer struct {
+	URL        string `json:"url"`
+	SessionKey string `json:"-"`
+}
+
+// Format prints the URL only, whatever the verb, so a log line or an error
+// that picks an AgentServer up shows no key.
+func (a AgentServer) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "agent-server %s", a.URL)
+	if a.SessionKey != "" {
+		fmt.Fprint(f, " (session key [redacted])")
+	}
 }
 
 // Backend is any backend; its roles are discovered with As.
