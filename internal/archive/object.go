@@ -107,6 +107,12 @@ type Manifest struct {
 	// Excluded names what was deliberately left out (ignored files,
 	// nested repositories, mount points).
 	Excluded []string `json:"excluded,omitempty"`
+	// Image is a provider image holding the runtime's filesystem, kept by
+	// the provider rather than the sink (a Modal filesystem snapshot).
+	Image string `json:"image,omitempty"`
+	// Restore, when set, is how the archive is brought back by hand (a
+	// command starting a sandbox from Image).
+	Restore string `json:"restore,omitempty"`
 }
 
 // ManifestPath is the manifest file of the archive name in dir.
