@@ -54,6 +54,29 @@ type ClientOptions struct {
 	Now         func() time.Time
 }
 
+// Default names of the credential variables.
+const (
+	TokenIDEnv     = "MODAL_TOKEN_ID"
+	TokenSecretEnv = "MODAL_TOKEN_SECRET"
+)
+
+// LoadTokens reads the token id and secret from the environment variables
+// idEnv and secretEnv (default TokenIDEnv, TokenSecretEnv). Messages name
+// the variables, never the values.
+func LoadTokens(idEnv, secretEnv string) (id, secret remote.Secret, err error) {
+	if idEnv == "" {
+		idEnv = TokenIDEnv
+	}
+	if secretEnv == "" {
+		secretEnv = TokenSecretEnv
+	}
+	if id, err = remote.LoadSecret(idEnv, ""); err != nil {
+		return id, secret, err
+	}
+	secret, err = remote.LoadSecret(secretEnv, "")
+	return id, secret, err
+}
+
 // Client speaks Modal's gRPC API within the limits of one source: a rate,
 // calls in flight, retries of UNAVAILABLE and RESOURCE_EXHAUSTED with
 // backoff and full jitter (honouring the server's pushback), a timeout per
@@ -254,7 +277,6 @@ type Error struct {
 	RPC     string
 	Code    codes.Code
 	Message string // scrubbed of the credentials
-	cause   error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.RPC, e.Code, e.Message) }
@@ -268,8 +290,6 @@ func (e *Error) Unwrap() error {
 		return backend.ErrConflict
 	case codes.Unavailable, codes.ResourceExhausted:
 		return remote.ErrUnavailable
-	case codes.Canceled, codes.DeadlineExceeded:
-		return e.cause
 	}
 	return nil
 }
@@ -282,7 +302,7 @@ func (c *Client) wrap(name string, err error) error {
 	if !ok {
 		return fmt.Errorf("%s: %s", name, c.scrub(err.Error()))
 	}
-	return &Error{RPC: name, Code: st.Code(), Message: c.scrub(st.Message()), cause: err}
+	return &Error{RPC: name, Code: st.Code(), Message: c.scrub(st.Message())}
 }
 
 func (c *Client) scrub(s string) string {
