@@ -49,15 +49,15 @@ type Modal struct {
 	URL string // http://127.0.0.1:port, for modal.ClientOptions.Endpoint
 	Now func() time.Time
 
-	mu        sync.Mutex
-	tokenID   string
-	secret    string
-	allowed   map[string]bool
-	sandboxes map[string]*ModalSandbox
-	images    map[string]string // image id → sandbox it snapshots
-	faults    []fault
-	calls     map[string]int
-	total     int
+	mu             sync.Mutex
+	tokenID        string
+	secret         string
+	allowed        map[string]bool
+	sandboxes      map[string]*ModalSandbox
+	images         map[string]string // image id → sandbox it snapshots
+	faults         []fault
+	calls          map[string]int
+	total          int
 	snapshotStatus modalpb.GenericStatus
 }
 
