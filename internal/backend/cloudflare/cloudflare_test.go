@@ -45,7 +45,7 @@ type env struct {
 	names []string
 }
 
-func setup(t *testing.T, set policy.Settings, containers bool) *env {
+func setup(t testing.TB, set policy.Settings, containers bool) *env {
 	t.Helper()
 	clock := fakes.NewClock(t0)
 	f := fakes.NewCloudflare(t, bridgeKey, apiToken, account, clock.Now)
@@ -81,7 +81,7 @@ func (e *env) asleep(name string, since time.Time) {
 	e.register(name)
 }
 
-func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) {
+func (e *env) pass(t testing.TB) (*plan.Plan, *plan.Applied) {
 	t.Helper()
 	ctx := context.Background()
 	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
