@@ -39,7 +39,6 @@ type env struct {
 	b     *cloudflare.Backend
 	eng   *engine.Engine
 	store ledger.Store
-	dir   string
 
 	mu    sync.Mutex
 	names []string
