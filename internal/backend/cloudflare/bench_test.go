@@ -9,8 +9,8 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/cloudflare"
 	"github.com/reclaimer/reclaimer/internal/engine"
-	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/remote/fakes"
 )
 
 // BenchmarkPass1000 is passes over 1,000 registered Cloudflare sandboxes
@@ -57,14 +57,13 @@ func BenchmarkPass1000(b *testing.B) {
 		loopReq += sent(e) - n
 
 		b.StopTimer()
-		at := e.clock.Now().UTC()
-		rm := &plan.Plan{ID: at.Format("20060102T150405Z") + "-bench", CreatedAt: at}
-		for _, s := range w.Runtimes {
-			if s.Runtime.State == backend.StateRunning && len(rm.Actions) < 100 {
-				rm.Actions = append(rm.Actions, plan.Action{Runtime: s.Runtime.ID, Backend: cloudflare.Name, Step: backend.StepDelete, Reason: "requested",
-					Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}})
+		var keys []backend.Key
+		for i := 1; len(keys) < 100; i++ {
+			if i%10 != 0 {
+				keys = append(keys, backend.Key{Backend: cloudflare.Name, ID: fmt.Sprintf("sb-%04d", i)})
 			}
 		}
+		rm := fakes.RemovalPlan(b, e.eng, e.clock.Now(), keys...)
 		b.StartTimer()
 		start, n = time.Now(), sent(e)
 		res, err = e.eng.Apply(ctx, rm, engine.ApplyOptions{})

@@ -80,36 +80,12 @@ func (e *env) asleep(name string, since time.Time) {
 	e.register(name)
 }
 
-func (e *env) pass(t testing.TB) (*plan.Plan, *plan.Applied) {
-	t.Helper()
-	ctx := context.Background()
-	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, res
-}
+func (e *env) pass(t testing.TB) (*plan.Plan, *plan.Applied) { return fakes.Pass(t, e.eng) }
 
 // deletePlan is the action a delete (an orphan's, a request's) gives id,
 // observed now.
 func (e *env) deletePlan(t *testing.T, id string) *plan.Plan {
-	t.Helper()
-	w, err := e.eng.Observe(context.Background(), engine.ObserveOptions{Record: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := w.Find(backend.Key{Backend: cloudflare.Name, ID: id})
-	if s == nil {
-		t.Fatalf("%s not observed", id)
-	}
-	at := e.clock.Now().UTC()
-	return &plan.Plan{ID: at.Format("20060102T150405Z") + "-test", CreatedAt: at, Actions: []plan.Action{{Runtime: id, Backend: cloudflare.Name,
-		Step: backend.StepDelete, Reason: "requested",
-		Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}}}
+	return fakes.RemovalPlan(t, e.eng, e.clock.Now(), backend.Key{Backend: cloudflare.Name, ID: id})
 }
 
 func (e *env) noWaking(t *testing.T) {
@@ -187,7 +163,7 @@ func TestRetentionOfASleepingSandboxRecordsNothingSurvivedThenDestroys(t *testin
 	}
 	e.clock.Advance(2 * time.Hour)
 	p, res := e.pass(t)
-	r := outcome(res, "old")
+	r := fakes.Outcome(res, "old")
 	if len(p.Actions) != 1 || r.Outcome != plan.Done || r.ArchiveID == "" {
 		t.Fatalf("after the notice: %+v %+v", p.Actions, res.Results)
 	}
@@ -203,15 +179,6 @@ func TestRetentionOfASleepingSandboxRecordsNothingSurvivedThenDestroys(t *testin
 		t.Fatalf("manifest: %+v %v", m, err)
 	}
 	e.noWaking(t)
-}
-
-func outcome(res *plan.Applied, id string) plan.Result {
-	for _, r := range res.Results {
-		if r.Runtime == id {
-			return r
-		}
-	}
-	return plan.Result{}
 }
 
 func TestArchiveThenDestroyThenRestore(t *testing.T) {

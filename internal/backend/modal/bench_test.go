@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/modal"
 	"github.com/reclaimer/reclaimer/internal/engine"
-	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
 )
@@ -49,15 +49,11 @@ func BenchmarkPass1000(b *testing.B) {
 		loopReq += c.Sent() - sent
 
 		b.StopTimer()
-		at := clock.Now().UTC()
-		rm := &plan.Plan{ID: at.Format("20060102T150405Z") + "-bench", CreatedAt: at}
-		for _, s := range w.Runtimes {
-			if len(rm.Actions) == 100 {
-				break
-			}
-			rm.Actions = append(rm.Actions, plan.Action{Runtime: s.Runtime.ID, Backend: modal.Name, Step: "delete", Reason: "requested",
-				Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}})
+		var keys []backend.Key
+		for i := range 100 {
+			keys = append(keys, backend.Key{Backend: modal.Name, ID: fmt.Sprintf("sb-%04d", i)})
 		}
+		rm := fakes.RemovalPlan(b, eng, clock.Now(), keys...)
 		b.StartTimer()
 		start, sent = time.Now(), c.Sent()
 		res, err := eng.Apply(ctx, rm, engine.ApplyOptions{})

@@ -131,37 +131,13 @@ func TestLoopLeavesRunningSandboxesAndSaysSo(t *testing.T) {
 	}
 }
 
-func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) {
-	t.Helper()
-	ctx := context.Background()
-	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, res
-}
+func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) { return fakes.Pass(t, e.eng) }
 
-// deletePlan is a plan deleting id as observed now: the action a policy
-// gives a runtime it removes (the loop's own policies leave a running
-// sandbox alone, see TestLoopLeavesRunningSandboxesAndSaysSo).
+// deletePlan is a plan deleting id as observed now (the loop's own
+// policies leave a running sandbox alone, see
+// TestLoopLeavesRunningSandboxesAndSaysSo).
 func (e *env) deletePlan(t *testing.T, id string) *plan.Plan {
-	t.Helper()
-	w, err := e.eng.Observe(context.Background(), engine.ObserveOptions{Record: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := w.Find(backend.Key{Backend: modal.Name, ID: id})
-	if s == nil {
-		t.Fatalf("%s not observed", id)
-	}
-	at := e.clock.Now().UTC()
-	return &plan.Plan{ID: at.Format("20060102T150405Z") + "-test", CreatedAt: at, Actions: []plan.Action{{Runtime: id, Backend: modal.Name,
-		Step: backend.StepDelete, Reason: "requested",
-		Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}}}
+	return fakes.RemovalPlan(t, e.eng, e.clock.Now(), backend.Key{Backend: modal.Name, ID: id})
 }
 
 func TestArchiveThenTerminateThroughTheEngine(t *testing.T) {

@@ -58,28 +58,9 @@ func (e *env) sandbox(id, status string, updated time.Time, tags map[string]stri
 	}
 }
 
-func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) {
-	t.Helper()
-	ctx := context.Background()
-	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, res
-}
+func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) { return fakes.Pass(t, e.eng) }
 
-func outcome(res *plan.Applied, id string) plan.Result {
-	for _, r := range res.Results {
-		if r.Runtime == id {
-			return r
-		}
-	}
-	return plan.Result{}
-}
+var outcome = fakes.Outcome
 
 func actions(p *plan.Plan) map[string]backend.Step {
 	out := map[string]backend.Step{}
