@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/agentserver"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/openhandscloud"
 	"github.com/reclaimer/reclaimer/internal/engine"
@@ -386,5 +387,41 @@ func TestPagination(t *testing.T) {
 	}
 	if rts[5].LastActivity.IsZero() || !rts[5].LastActivity.Equal(t0.Add(-5*time.Minute)) {
 		t.Errorf("activity from the newest conversation: %v", rts[5].LastActivity)
+	}
+}
+
+// TestAgentServerClockRefinesActivity is the hook the engine will call:
+// the listing carries the running sandbox's agent-server, the clock reads
+// it (with the session key) and moves LastActivity forward; the paused
+// sandbox's server is never contacted.
+func TestAgentServerClockRefinesActivity(t *testing.T) {
+	e := setup(t, policy.Settings{}, nil)
+	running := fakes.NewAgentServer(t, "sess-0123456789", e.clock.Now, t0.Add(-2*time.Minute))
+	paused := fakes.NewAgentServer(t, "sess-other", e.clock.Now, t0.Add(-time.Minute))
+	paused.SetRunning(false) // a read fails the test
+	e.f.AddSandbox(fakes.OpenHandsSandbox{ID: "run", User: "alice", Status: "RUNNING", CreatedAt: t0.Add(-5 * time.Hour), SessionKey: "sess-0123456789", AgentServer: running.URL})
+	e.f.AddConversation(fakes.OpenHandsConversation{ID: "c-run", User: "alice", SandboxID: "run", CreatedAt: t0.Add(-5 * time.Hour), UpdatedAt: t0.Add(-3 * time.Hour)})
+	e.f.AddSandbox(fakes.OpenHandsSandbox{ID: "asleep", User: "alice", Status: "PAUSED", CreatedAt: t0.Add(-5 * time.Hour), SessionKey: "sess-other", AgentServer: paused.URL})
+	rts, err := e.b.List(context.Background(), backend.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&agentserver.Clock{Now: e.clock.Now}).Refine(context.Background(), rts); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range rts {
+		switch rt.ID {
+		case "run":
+			if !rt.LastActivity.Equal(t0.Add(-2 * time.Minute)) {
+				t.Errorf("the agent-server's clock was not used: %v", rt.LastActivity)
+			}
+		case "asleep":
+			if !rt.LastActivity.Equal(t0.Add(-5 * time.Hour)) {
+				t.Errorf("a paused sandbox's activity changed: %v", rt.LastActivity)
+			}
+		}
+	}
+	if running.Calls("GET /server_info") != 1 || paused.Total() != 0 {
+		t.Fatalf("reads: running %d, paused %d", running.Calls("GET /server_info"), paused.Total())
 	}
 }
