@@ -167,6 +167,8 @@ func Classify(verb, what string, err error) error {
 		return fmt.Errorf("%s %s: %w", verb, what, backend.ErrNotFound)
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("%s %s: %v: %w", verb, what, err, backend.ErrConflict)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%s %s: the API server does not accept the credentials (%v): %w", verb, what, err, backend.ErrProtected)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s %s: the account may not (%s); grant it in its Role (deploy/kubernetes/role.yaml): %w",
 			verb, what, forbiddenText(err), backend.ErrProtected)

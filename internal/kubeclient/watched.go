@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -103,6 +104,10 @@ func (w *Watched[T]) Ready(ctx context.Context, timeout time.Duration) error {
 		w.mu.Unlock()
 		if broken == nil && w.informer.HasSynced() {
 			return nil
+		}
+		if apierrors.IsForbidden(broken) || apierrors.IsUnauthorized(broken) {
+			// Waiting will not grant the right.
+			return Classify("list and watch", w.What, broken)
 		}
 		select {
 		case <-ctx.Done():

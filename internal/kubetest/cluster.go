@@ -232,6 +232,8 @@ func (c *Cluster) StartAPIServer() error {
 			// the TokenRequest API.
 			"--disable-admission-plugins=ServiceAccount",
 			"--enable-priority-and-fairness=false",
+			// No kubernetes Service endpoints for a loopback address.
+			"--endpoint-reconciler-type=none",
 			"--profiling=false", "--v=0")
 		if err != nil {
 			return err
