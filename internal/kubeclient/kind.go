@@ -66,7 +66,9 @@ func objects[T metav1.Object](in []T) []metav1.Object {
 }
 
 // Ready waits for the cache (see Watched.Ready).
-func (k *Kind) Ready(ctx context.Context, timeout time.Duration) error { return k.watched.Ready(ctx, timeout) }
+func (k *Kind) Ready(ctx context.Context, timeout time.Duration) error {
+	return k.watched.Ready(ctx, timeout)
+}
 
 // Close stops the cache.
 func (k *Kind) Close() { k.watched.Close() }

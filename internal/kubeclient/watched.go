@@ -135,7 +135,9 @@ func (w *Watched[T]) ByIndex(name, value string) []T {
 }
 
 // IndexValues are the values index name holds.
-func (w *Watched[T]) IndexValues(name string) []string { return w.informer.GetIndexer().ListIndexFuncValues(name) }
+func (w *Watched[T]) IndexValues(name string) []string {
+	return w.informer.GetIndexer().ListIndexFuncValues(name)
+}
 
 // OnChange calls f with each object added, changed or deleted after the
 // first listing.

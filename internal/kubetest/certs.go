@@ -16,10 +16,10 @@ import (
 
 // pki is what the cluster's processes and clients need, written into dir.
 type pki struct {
-	caPEM              []byte
-	caFile             string
-	certFile, keyFile  string // the API server's serving pair
-	saKeyFile, saPub   string // the service-account signing key and its public half
+	caPEM             []byte
+	caFile            string
+	certFile, keyFile string // the API server's serving pair
+	saKeyFile, saPub  string // the service-account signing key and its public half
 }
 
 // writePKI generates a CA, a serving certificate for 127.0.0.1 and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 	"sync/atomic"
@@ -214,6 +215,30 @@ func (c *Cluster) Client(t testing.TB, namespace string, rules []rbacv1.PolicyRu
 	return c.config(tok.Status.Token)
 }
 
+// RoleRules reads the rules of the Role in a manifest file (several YAML
+// documents), such as deploy/kubernetes/role.yaml.
+func RoleRules(t testing.TB, path string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	must(t, err)
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var head metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if head.Kind != "Role" {
+			continue
+		}
+		var role rbacv1.Role
+		if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return role.Rules
+	}
+	t.Fatalf("%s holds no Role", path)
+	return nil
+}
+
 // Token is the bearer token of cfg (for a kubeconfig file).
 func Token(cfg *rest.Config) string { return cfg.BearerToken }
 
@@ -229,13 +254,16 @@ func (c *Cluster) MarkPodRunning(t testing.TB, namespace, name string, started t
 }
 
 // MarkSnapshotReady plays the snapshot controller: none runs, so a test
-// sets a VolumeSnapshot's status.readyToUse (and its restore size).
-func (c *Cluster) MarkSnapshotReady(t testing.TB, namespace, name, restoreSize string) {
-	t.Helper()
+// sets a VolumeSnapshot's status.readyToUse (and its restore size). It
+// returns the error rather than failing the test, for a goroutine.
+func (c *Cluster) MarkSnapshotReady(ctx context.Context, namespace, name, restoreSize string) error {
+	dyn, err := dynamic.NewForConfig(c.Admin())
+	if err != nil {
+		return err
+	}
 	patch := fmt.Sprintf(`{"status":{"readyToUse":true,"restoreSize":%q,"creationTime":%q,"boundVolumeSnapshotContentName":"snapcontent-%s"}}`,
 		restoreSize, time.Now().UTC().Format(time.RFC3339), name)
-	_, err := c.AdminDynamic(t).Resource(VolumeSnapshots).Namespace(namespace).Patch(context.Background(), name,
+	_, err = dyn.Resource(VolumeSnapshots).Namespace(namespace).Patch(ctx, name,
 		types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
-	must(t, err)
+	return err
 }
-

@@ -313,8 +313,10 @@ type group struct {
 	objs map[string][]metav1.Object // kind name → objects
 }
 
-func (g *group) deployments() []*appsv1.Deployment { return as[*appsv1.Deployment](g.objs["Deployment"]) }
-func (g *group) pods() []*corev1.Pod               { return as[*corev1.Pod](g.objs["Pod"]) }
+func (g *group) deployments() []*appsv1.Deployment {
+	return as[*appsv1.Deployment](g.objs["Deployment"])
+}
+func (g *group) pods() []*corev1.Pod { return as[*corev1.Pod](g.objs["Pod"]) }
 func (g *group) pvcs() []*corev1.PersistentVolumeClaim {
 	return as[*corev1.PersistentVolumeClaim](g.objs["PersistentVolumeClaim"])
 }
