@@ -48,7 +48,7 @@ const (
 // Resources of the custom kinds the backend uses where the cluster serves
 // them.
 var (
-	VolumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
+	VolumeSnapshots = kubeclient.VolumeSnapshots
 	HTTPRoutes      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 )
 

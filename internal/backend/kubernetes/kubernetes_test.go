@@ -194,7 +194,7 @@ func TestRetentionSnapshotsWaitsThenDeletesEverything(t *testing.T) {
 	}
 	snap, err := e.c.AdminDynamic(t).Resource(kubetest.VolumeSnapshots).Namespace(e.ns).Get(ctx, m.Snapshots[0].Name, metav1.GetOptions{})
 	must(t, err)
-	if snap.GetAnnotations()[kbackend.RuntimeAnnotation] != "old" {
+	if snap.GetAnnotations()[kubeclient.RuntimeAnnotation] != "old" {
 		t.Fatalf("snapshot annotations: %v", snap.GetAnnotations())
 	}
 
