@@ -35,16 +35,24 @@ type Kind struct {
 	delete DeleteFunc
 }
 
+// ByLabel groups objects by the value of label name ("" when absent).
+func ByLabel(name string) func(metav1.Object) string {
+	return func(o metav1.Object) string { return o.GetLabels()[name] }
+}
+
+// ByName makes each object a runtime of its own.
+func ByName(o metav1.Object) string { return o.GetName() }
+
 // NewKind makes a Kind whose cache lists and watches with list and watch
 // (already narrowed to the backend's namespace and selector) and is
-// indexed by the value of label idLabel.
+// indexed by idOf (objects for which it is "" belong to no runtime).
 func NewKind[T interface {
 	runtime.Object
 	metav1.Object
-}](name, resource, where, idLabel string, example T, list ListFunc, watch WatchFunc, del DeleteFunc) *Kind {
+}](name, resource, where string, idOf func(metav1.Object) string, example T, list ListFunc, watch WatchFunc, del DeleteFunc) *Kind {
 	w := NewWatched(resource+" "+where, example, list, watch, cache.Indexers{IDIndex: func(obj any) ([]string, error) {
 		if o, ok := obj.(metav1.Object); ok {
-			if v, ok := o.GetLabels()[idLabel]; ok && v != "" {
+			if v := idOf(o); v != "" {
 				return []string{v}, nil
 			}
 		}
@@ -83,9 +91,9 @@ func (k *Kind) ByID(id string) []metav1.Object { return k.byID(id) }
 func (k *Kind) IDs() []string { return k.ids() }
 
 // Fresh lists, from the API server rather than the cache, the objects
-// that also match selector (added to the backend's own).
-func (k *Kind) Fresh(ctx context.Context, selector string) ([]metav1.Object, error) {
-	obj, err := k.list(ctx, metav1.ListOptions{LabelSelector: selector})
+// that also match opts (its label selector is added to the backend's own).
+func (k *Kind) Fresh(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, error) {
+	obj, err := k.list(ctx, opts)
 	if err != nil {
 		return nil, Classify("list", k.Resource, err)
 	}

@@ -186,7 +186,7 @@ func (c *core) build() {
 	sel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = c.selector(o.LabelSelector); return o }
 	mk := func(k *kubeclient.Kind) *kindSlot { return &kindSlot{name: k.Name, kind: k} }
 	w := c.where()
-	idl := c.opts.IDLabel
+	idl := kubeclient.ByLabel(c.opts.IDLabel)
 	c.deployments = kubeclient.NewKind("Deployment", "deployments", w, idl, &appsv1.Deployment{},
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return t.AppsV1().Deployments(ns).List(ctx, sel(o))
@@ -253,7 +253,7 @@ func (c *core) build() {
 // dynamicKind makes the cache of a custom kind.
 func (c *core) dynamicKind(name string, gvr schema.GroupVersionResource) *kubeclient.Kind {
 	r := c.client.Dynamic.Resource(gvr).Namespace(c.opts.Namespace)
-	return kubeclient.NewKind(name, gvr.Resource, c.where(), c.opts.IDLabel, &unstructured.Unstructured{},
+	return kubeclient.NewKind(name, gvr.Resource, c.where(), kubeclient.ByLabel(c.opts.IDLabel), &unstructured.Unstructured{},
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = c.selector(o.LabelSelector)
 			return r.List(ctx, o)
@@ -376,7 +376,7 @@ func (c *core) fresh(ctx context.Context, kinds []*kubeclient.Kind, id string) (
 	}
 	g := &group{id: id, objs: map[string][]metav1.Object{}}
 	for _, k := range kinds {
-		objs, err := k.Fresh(ctx, c.opts.IDLabel+"="+id)
+		objs, err := k.Fresh(ctx, metav1.ListOptions{LabelSelector: c.opts.IDLabel + "=" + id})
 		if err != nil {
 			return nil, err
 		}
