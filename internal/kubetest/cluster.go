@@ -226,7 +226,7 @@ func (c *Cluster) StartAPIServer() error {
 			"--tls-cert-file="+c.pki.certFile, "--tls-private-key-file="+c.pki.keyFile,
 			"--service-account-issuer=https://kubernetes.default.svc",
 			"--service-account-key-file="+c.pki.saPub, "--service-account-signing-key-file="+c.pki.saKeyFile,
-			"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+			"--service-cluster-ip-range=10.0.0.0/16", "--authorization-mode=RBAC",
 			"--token-auth-file="+filepath.Join(c.dir, "tokens.csv"),
 			// No token controller runs: service-account tokens come from
 			// the TokenRequest API.

@@ -52,7 +52,7 @@ type env struct {
 // exactly those of deploy/kubernetes/role.yaml, so every test also shows
 // the Role grants what the backend uses), and an engine with set. The engine's clock starts
 // at the real time, since the API server stamps objects with it.
-func setup(t *testing.T, set policy.Settings, cfg *rest.Config, opts kbackend.Options) *env {
+func setup(t testing.TB, set policy.Settings, cfg *rest.Config, opts kbackend.Options) *env {
 	t.Helper()
 	c := kubetest.Need(t, cluster)
 	ns := opts.Namespace
@@ -62,7 +62,7 @@ func setup(t *testing.T, set policy.Settings, cfg *rest.Config, opts kbackend.Op
 	return setupIn(t, c, ns, set, cfg, opts)
 }
 
-func setupIn(t *testing.T, c *kubetest.Cluster, ns string, set policy.Settings, cfg *rest.Config, opts kbackend.Options) *env {
+func setupIn(t testing.TB, c *kubetest.Cluster, ns string, set policy.Settings, cfg *rest.Config, opts kbackend.Options) *env {
 	t.Helper()
 	if cfg == nil {
 		cfg = c.Client(t, ns, roleRules(t))
@@ -100,7 +100,7 @@ type rtOpts struct {
 // whose pods mount the workspace claim, the claim, a Service, an Ingress,
 // an HTTPRoute, a PodDisruptionBudget and a ServiceAccount, all labelled
 // runtime_id=<id>.
-func (e *env) makeRuntime(t *testing.T, id string, o rtOpts) {
+func (e *env) makeRuntime(t testing.TB, id string, o rtOpts) {
 	t.Helper()
 	ctx := context.Background()
 	lbl := map[string]string{"app": "openhands-runtime", "runtime_id": id}
@@ -169,7 +169,7 @@ func toAny(m map[string]string) map[string]any {
 
 func create[T any](_ T, err error) error { return err }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func must(t *testing.T, err error) {
 }
 
 // waitPod waits for the controller manager to make the runtime's pod.
-func (e *env) waitPod(t *testing.T, id string) corev1.Pod {
+func (e *env) waitPod(t testing.TB, id string) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
 	e.waitFor(t, "the pod of "+id, func() bool {
@@ -193,7 +193,7 @@ func (e *env) waitPod(t *testing.T, id string) corev1.Pod {
 
 // waitFor polls a condition the API server or a controller reaches by
 // itself (there is no event to wait on from outside).
-func (e *env) waitFor(t *testing.T, what string, ok func() bool) {
+func (e *env) waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !ok() {
@@ -206,7 +206,7 @@ func (e *env) waitFor(t *testing.T, what string, ok func() bool) {
 
 // objects counts each kind of the runtime's objects, straight from the API
 // server.
-func (e *env) objects(t *testing.T, id string) map[string]int {
+func (e *env) objects(t testing.TB, id string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	lo := metav1.ListOptions{LabelSelector: "runtime_id=" + id}
@@ -236,7 +236,7 @@ func (e *env) objects(t *testing.T, id string) map[string]int {
 
 // waitGone waits until the runtime has no object left: a deleted claim
 // goes once the controller manager's PVC protection sees no pod using it.
-func (e *env) waitGone(t *testing.T, id string) {
+func (e *env) waitGone(t testing.TB, id string) {
 	t.Helper()
 	var left map[string]int
 	deadline := time.Now().Add(time.Minute)
@@ -255,7 +255,7 @@ func (e *env) waitGone(t *testing.T, id string) {
 var allKinds = map[string]int{"Deployment": 1, "PersistentVolumeClaim": 1, "Service": 1, "ServiceAccount": 1,
 	"Ingress": 1, "PodDisruptionBudget": 1, "HTTPRoute": 1}
 
-func (e *env) replicas(t *testing.T, id string) int32 {
+func (e *env) replicas(t testing.TB, id string) int32 {
 	t.Helper()
 	d, err := e.admin.AppsV1().Deployments(e.ns).Get(context.Background(), "runtime-"+id, metav1.GetOptions{})
 	must(t, err)
@@ -263,7 +263,7 @@ func (e *env) replicas(t *testing.T, id string) int32 {
 }
 
 // list lists through the backend, by ID.
-func (e *env) list(t *testing.T) map[string]backend.Runtime {
+func (e *env) list(t testing.TB) map[string]backend.Runtime {
 	t.Helper()
 	l, _ := backend.As[backend.Lister](e.b)
 	rts, err := l.List(context.Background(), backend.ListOptions{})
@@ -277,7 +277,7 @@ func (e *env) list(t *testing.T) map[string]backend.Runtime {
 
 // waitListed waits until the backend's caches show want for id (a watch
 // delivers changes a moment after the API server made them).
-func (e *env) waitListed(t *testing.T, id string, want func(backend.Runtime, bool) bool) backend.Runtime {
+func (e *env) waitListed(t testing.TB, id string, want func(backend.Runtime, bool) bool) backend.Runtime {
 	t.Helper()
 	var rt backend.Runtime
 	var ok bool
@@ -288,7 +288,7 @@ func (e *env) waitListed(t *testing.T, id string, want func(backend.Runtime, boo
 	return rt
 }
 
-func (e *env) pass(t *testing.T) (*plan.Plan, *plan.Applied) {
+func (e *env) pass(t testing.TB) (*plan.Plan, *plan.Applied) {
 	t.Helper()
 	ctx := context.Background()
 	p, w, err := e.eng.Plan(ctx, engine.PlanOptions{})
@@ -318,7 +318,7 @@ func actionsOf(p *plan.Plan) map[string]backend.Step {
 // playSnapshotController stands in for the CSI snapshot controller, which
 // does not run here: it marks every VolumeSnapshot of the namespace ready
 // to use, until the test ends.
-func (e *env) playSnapshotController(t *testing.T) {
+func (e *env) playSnapshotController(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -477,7 +477,7 @@ func TestUnchangedPassSendsNoRequest(t *testing.T) {
 }
 
 // roleRules are the rules of deploy/kubernetes/role.yaml.
-func roleRules(t *testing.T) []rbacv1.PolicyRule {
+func roleRules(t testing.TB) []rbacv1.PolicyRule {
 	t.Helper()
 	return kubetest.RoleRules(t, "../../../deploy/kubernetes/role.yaml")
 }
