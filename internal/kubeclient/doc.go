@@ -7,6 +7,12 @@
 // from that resource version), so that a pass over an unchanged cluster
 // makes no request at all.
 //
+// Archives: ExportSnapshots takes a VolumeSnapshot of each claim of a
+// runtime, waits (watching) until each is ready to use, and stores a
+// manifest naming them through package archive; a failure deletes what it
+// took. RestoreClaims makes new claims from them. Both Kubernetes backends
+// archive this way.
+//
 // Reading never changes an object: nothing here execs into a pod, opens a
 // port-forward or proxies to a kubelet (those are use, and may wake a
 // runtime).

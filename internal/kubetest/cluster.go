@@ -59,10 +59,8 @@ type Cluster struct {
 	spawn chan spawnReq
 }
 
-var (
-	skipReason string
-	startErr   error
-)
+// skipReason says why Main started no cluster.
+var skipReason string
 
 // Main starts the package's cluster into *c, runs the tests and stops it;
 // TestMain returns its result to os.Exit. Without the programs *c stays nil

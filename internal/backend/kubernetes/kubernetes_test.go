@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -480,4 +484,52 @@ func TestUnchangedPassSendsNoRequest(t *testing.T) {
 func roleRules(t testing.TB) []rbacv1.PolicyRule {
 	t.Helper()
 	return kubetest.RoleRules(t, "../../../deploy/kubernetes/role.yaml")
+}
+
+// TestDeployManifestsAreValid: the API server accepts every object of
+// deploy/kubernetes (a server-side dry run: validated, admitted, not
+// stored).
+func TestDeployManifestsAreValid(t *testing.T) {
+	c := kubetest.Need(t, cluster)
+	ctx := context.Background()
+	admin := c.AdminClient(t)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "runtime-pods"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Namespaces().Delete(context.Background(), "runtime-pods", metav1.DeleteOptions{})
+	})
+	resources := map[string]schema.GroupVersionResource{
+		"ServiceAccount":        {Version: "v1", Resource: "serviceaccounts"},
+		"ConfigMap":             {Version: "v1", Resource: "configmaps"},
+		"PersistentVolumeClaim": {Version: "v1", Resource: "persistentvolumeclaims"},
+		"Service":               {Version: "v1", Resource: "services"},
+		"Deployment":            {Group: "apps", Version: "v1", Resource: "deployments"},
+		"Role":                  {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":           {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	}
+	dyn := c.AdminDynamic(t)
+	seen := map[string]bool{}
+	for _, file := range []string{"role.yaml", "deployment.yaml"} {
+		data, err := os.ReadFile("../../../deploy/kubernetes/" + file)
+		must(t, err)
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var obj map[string]any
+			must(t, yaml.Unmarshal([]byte(doc), &obj))
+			u := &unstructured.Unstructured{Object: obj}
+			gvr, ok := resources[u.GetKind()]
+			if !ok {
+				t.Fatalf("%s: unexpected kind %q", file, u.GetKind())
+			}
+			if _, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("%s: %s %s: %v", file, u.GetKind(), u.GetName(), err)
+			}
+			seen[u.GetKind()] = true
+		}
+	}
+	for _, k := range []string{"ServiceAccount", "Role", "RoleBinding", "Deployment"} {
+		if !seen[k] {
+			t.Errorf("deploy/kubernetes has no %s", k)
+		}
+	}
 }
