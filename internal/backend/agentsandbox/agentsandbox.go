@@ -35,8 +35,8 @@ var Sandboxes = schema.GroupVersionResource{Group: "agents.x-k8s.io", Version: "
 
 // Archive modes, as for the kubernetes backend.
 const (
-	ArchiveSnapshot = "snapshot"
-	ArchiveNone     = "none"
+	ArchiveSnapshot = kubeclient.ArchiveSnapshot
+	ArchiveNone     = kubeclient.ArchiveNone
 )
 
 // Options configure the backend: the keys of an [[agent_sandbox]] source.
@@ -71,39 +71,20 @@ type NoArchive struct{ *core }
 // New checks opts and returns the backend (*Backend, or *NoArchive for
 // archive = "none"). It sends nothing until the first listing.
 func New(client *kubeclient.Client, opts Options) (backend.Backend, error) {
-	if opts.Namespace == "" {
-		return nil, errors.New("agent_sandbox: namespace is required")
+	sel, err := kubeclient.ParseScope(opts.Namespace, opts.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("agent_sandbox: %w", err)
 	}
-	if errs := validation.IsDNS1123Label(opts.Namespace); len(errs) > 0 {
-		return nil, fmt.Errorf("agent_sandbox: namespace %q: %s", opts.Namespace, strings.Join(errs, "; "))
-	}
-	sel, err := labels.Parse(opts.Selector)
-	switch {
-	case strings.TrimSpace(opts.Selector) == "":
-		return nil, errors.New("agent_sandbox: selector is required (a label selector): nothing outside it is touched")
-	case err != nil:
-		return nil, fmt.Errorf("agent_sandbox: selector %q: %w", opts.Selector, err)
-	case sel.Empty():
-		return nil, fmt.Errorf("agent_sandbox: selector %q selects everything", opts.Selector)
-	}
-	switch opts.Archive {
-	case "":
-		opts.Archive = ArchiveSnapshot
-	case ArchiveSnapshot, ArchiveNone:
-	default:
-		return nil, fmt.Errorf("agent_sandbox: archive %q: want %q or %q", opts.Archive, ArchiveSnapshot, ArchiveNone)
+	if opts.Archive, err = kubeclient.ParseArchive(opts.Archive); err != nil {
+		return nil, fmt.Errorf("agent_sandbox: %w", err)
 	}
 	if opts.SnapshotTimeout <= 0 {
-		opts.SnapshotTimeout = 10 * time.Minute
+		opts.SnapshotTimeout = kubeclient.DefaultSnapshotTimeout
 	}
 	c := &core{client: client, opts: opts, sel: sel, now: time.Now}
 	r := client.Dynamic.Resource(Sandboxes).Namespace(opts.Namespace)
 	narrow := func(o metav1.ListOptions) metav1.ListOptions {
-		if o.LabelSelector == "" {
-			o.LabelSelector = sel.String()
-		} else {
-			o.LabelSelector = sel.String() + "," + o.LabelSelector
-		}
+		o.LabelSelector = kubeclient.AndSelector(sel, o.LabelSelector)
 		return o
 	}
 	c.sandboxes = kubeclient.NewKind("Sandbox", "sandboxes", fmt.Sprintf("in namespace %s (%s)", opts.Namespace, opts.Selector),

@@ -34,14 +34,14 @@ const Name = "kubernetes"
 
 // Archive modes.
 const (
-	ArchiveSnapshot = "snapshot" // a VolumeSnapshot of each volume before deletion
-	ArchiveNone     = "none"     // volumes are deleted without a snapshot
+	ArchiveSnapshot = kubeclient.ArchiveSnapshot // a VolumeSnapshot of each volume before deletion
+	ArchiveNone     = kubeclient.ArchiveNone     // volumes are deleted without a snapshot
 )
 
 // Defaults of Options.
 const (
 	DefaultIDLabel         = "runtime_id"
-	DefaultSnapshotTimeout = 10 * time.Minute
+	DefaultSnapshotTimeout = kubeclient.DefaultSnapshotTimeout
 	DefaultPodGrace        = 2 * time.Minute
 )
 
@@ -120,21 +120,9 @@ func New(client *kubeclient.Client, opts Options) (backend.Backend, error) {
 }
 
 func newCore(client *kubeclient.Client, opts Options) (*core, error) {
-	if opts.Namespace == "" {
-		return nil, errors.New("kubernetes: namespace is required")
-	}
-	if errs := validation.IsDNS1123Label(opts.Namespace); len(errs) > 0 {
-		return nil, fmt.Errorf("kubernetes: namespace %q: %s", opts.Namespace, strings.Join(errs, "; "))
-	}
-	if strings.TrimSpace(opts.Selector) == "" {
-		return nil, errors.New("kubernetes: selector is required (a label selector such as \"runtime_id\"): nothing outside it is touched")
-	}
-	sel, err := labels.Parse(opts.Selector)
+	sel, err := kubeclient.ParseScope(opts.Namespace, opts.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: selector %q: %w", opts.Selector, err)
-	}
-	if sel.Empty() {
-		return nil, fmt.Errorf("kubernetes: selector %q selects everything", opts.Selector)
+		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	if opts.IDLabel == "" {
 		opts.IDLabel = DefaultIDLabel
@@ -142,12 +130,8 @@ func newCore(client *kubeclient.Client, opts Options) (*core, error) {
 	if errs := validation.IsQualifiedName(opts.IDLabel); len(errs) > 0 {
 		return nil, fmt.Errorf("kubernetes: id_label %q: %s", opts.IDLabel, strings.Join(errs, "; "))
 	}
-	switch opts.Archive {
-	case "":
-		opts.Archive = ArchiveSnapshot
-	case ArchiveSnapshot, ArchiveNone:
-	default:
-		return nil, fmt.Errorf("kubernetes: archive %q: want %q or %q", opts.Archive, ArchiveSnapshot, ArchiveNone)
+	if opts.Archive, err = kubeclient.ParseArchive(opts.Archive); err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	if opts.SnapshotTimeout <= 0 {
 		opts.SnapshotTimeout = DefaultSnapshotTimeout
@@ -167,12 +151,7 @@ func newCore(client *kubeclient.Client, opts Options) (*core, error) {
 }
 
 // selector ANDs the backend's selector with more ("" for none).
-func (c *core) selector(more string) string {
-	if more == "" {
-		return c.sel.String()
-	}
-	return c.sel.String() + "," + more
-}
+func (c *core) selector(more string) string { return kubeclient.AndSelector(c.sel, more) }
 
 func (c *core) where() string {
 	return fmt.Sprintf("in namespace %s (%s)", c.opts.Namespace, c.opts.Selector)
