@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 )
@@ -38,6 +40,10 @@ type Options struct {
 	Concurrency int
 	// Config, when set, is used instead of loading one (tests).
 	Config *rest.Config
+	// Log, when set, receives client-go's own messages (an informer's
+	// failed watch and its retries), which otherwise go to standard error
+	// in klog's format. It is process-wide: the last client's wins.
+	Log *slog.Logger
 }
 
 // Client is a typed and a dynamic client over one bounded transport.
@@ -62,6 +68,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Log != nil {
+		klog.SetSlogLogger(opts.Log)
 	}
 	c := &Client{host: cfg.Host}
 	cfg.QPS, cfg.Burst = float32(opts.Rate), max(1, int(2*opts.Rate))

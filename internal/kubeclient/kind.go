@@ -26,6 +26,7 @@ type Kind struct {
 
 	watched interface {
 		Ready(context.Context, time.Duration) error
+		Healthy() bool
 		Close()
 	}
 	all    func() []metav1.Object
@@ -77,6 +78,9 @@ func objects[T metav1.Object](in []T) []metav1.Object {
 func (k *Kind) Ready(ctx context.Context, timeout time.Duration) error {
 	return k.watched.Ready(ctx, timeout)
 }
+
+// Healthy tells whether the cache is synced and watching.
+func (k *Kind) Healthy() bool { return k.watched.Healthy() }
 
 // Close stops the cache.
 func (k *Kind) Close() { k.watched.Close() }

@@ -122,6 +122,14 @@ func (w *Watched[T]) Ready(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// Healthy tells whether the cache has listed once and its watch is not
+// broken: what it holds is as current as a watch makes it.
+func (w *Watched[T]) Healthy() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.broken == nil && w.informer.HasSynced()
+}
+
 // List is every cached object.
 func (w *Watched[T]) List() []T { return typed[T](w.informer.GetStore().List()) }
 

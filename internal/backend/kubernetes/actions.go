@@ -15,14 +15,14 @@ import (
 	"github.com/reclaimer/reclaimer/internal/kubeclient"
 )
 
-// current reads the runtime's objects afresh; a runtime with none is
-// backend.ErrNotFound.
-func (c *core) current(ctx context.Context, rt backend.Runtime) ([]*kubeclient.Kind, *group, error) {
+// current reads the runtime's objects afresh (every kind with all, see
+// fresh); a runtime with none is backend.ErrNotFound.
+func (c *core) current(ctx context.Context, rt backend.Runtime, all bool) ([]*kubeclient.Kind, *group, error) {
 	kinds, err := c.kinds(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := c.fresh(ctx, kinds, rt.ID)
+	g, err := c.fresh(ctx, kinds, rt.ID, all)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -36,7 +36,7 @@ func (c *core) current(ctx context.Context, rt backend.Runtime) ([]*kubeclient.K
 // is scaled to 0 through its /scale subresource; the volume and every
 // other object stay. A runtime already at 0 succeeds.
 func (c *core) Suspend(ctx context.Context, rt backend.Runtime, _ backend.SuspendOptions) error {
-	_, g, err := c.current(ctx, rt)
+	_, g, err := c.current(ctx, rt, false)
 	if err != nil {
 		return fmt.Errorf("suspend %s: %w", rt.Key, err)
 	}
@@ -60,7 +60,8 @@ func (c *core) Suspend(ctx context.Context, rt backend.Runtime, _ backend.Suspen
 // Delete implements backend.Deleter: every object of the runtime, in the
 // runtime-api's order, the volume last and only once no pod uses it.
 func (c *core) Delete(ctx context.Context, rt backend.Runtime, _ backend.DeleteOptions) error {
-	kinds, g, err := c.current(ctx, rt)
+	// Every kind afresh: what is deleted is what the API server has now.
+	kinds, g, err := c.current(ctx, rt, true)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil // gone already (an earlier, interrupted delete)
 	}

@@ -32,7 +32,10 @@
 // Reading: every kind is watched by an informer narrowed to the namespace
 // and selector (list once, then watch from that resource version), so a
 // pass over an unchanged cluster sends no request. Listing named runtimes
-// (apply's re-observation under the lock) reads the API server afresh.
+// (apply's re-observation under the lock) reads afresh from the API server
+// what decides what may be done (Deployments, pods, claims: 3 requests)
+// and the rest from the caches while they are healthy; a deletion reads
+// every kind afresh.
 // Kinds whose API the cluster does not serve (HTTPRoute, VolumeSnapshot)
 // are looked up again at each full listing. A cache whose watch is broken
 // makes the listing fail with the reason once a bounded wait has not healed

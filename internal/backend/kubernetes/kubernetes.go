@@ -348,16 +348,24 @@ func (c *core) List(ctx context.Context, opts backend.ListOptions) ([]backend.Ru
 	return out, nil
 }
 
-// fresh reads one runtime's objects from the API server.
-func (c *core) fresh(ctx context.Context, kinds []*kubeclient.Kind, id string) (*group, error) {
+// fresh reads one runtime's objects from the API server. Unless all is
+// set, only what decides what may be done (its Deployments, pods and
+// claims) is read afresh; the other kinds come from their caches while
+// those are healthy (a re-observation then costs 3 requests, not 9).
+func (c *core) fresh(ctx context.Context, kinds []*kubeclient.Kind, id string, all bool) (*group, error) {
 	if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
 		return nil, fmt.Errorf("runtime id %q is not a label value: %w", id, backend.ErrNotFound)
 	}
 	g := &group{id: id, objs: map[string][]metav1.Object{}}
 	for _, k := range kinds {
-		objs, err := k.Fresh(ctx, metav1.ListOptions{LabelSelector: c.opts.IDLabel + "=" + id})
-		if err != nil {
-			return nil, err
+		var objs []metav1.Object
+		if !all && k != c.deployments && k != c.pods && k != c.pvcs && k.Healthy() {
+			objs = k.ByID(id)
+		} else {
+			var err error
+			if objs, err = k.Fresh(ctx, metav1.ListOptions{LabelSelector: c.opts.IDLabel + "=" + id}); err != nil {
+				return nil, err
+			}
 		}
 		if len(objs) > 0 {
 			g.objs[k.Name] = objs
@@ -369,7 +377,7 @@ func (c *core) fresh(ctx context.Context, kinds []*kubeclient.Kind, id string) (
 func (c *core) listFresh(ctx context.Context, kinds []*kubeclient.Kind, ids []string) ([]backend.Runtime, error) {
 	var out []backend.Runtime
 	for _, id := range ids {
-		g, err := c.fresh(ctx, kinds, id)
+		g, err := c.fresh(ctx, kinds, id, false)
 		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		}

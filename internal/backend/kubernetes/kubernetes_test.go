@@ -81,9 +81,18 @@ func TestIdleSuspendScalesToZeroKeepingTheVolume(t *testing.T) {
 	e.clock.Advance(2 * time.Hour)
 	must(t, e.store.RecordActivity(context.Background(), []ledger.Activity{{Key: key("busy"), At: e.clock.Now().Add(-5 * time.Minute)}}))
 
+	before := e.client.Sent()
 	p, res := e.pass(t)
 	if got := actionsOf(p); len(got) != 1 || got["idle"] != backend.StepSuspend {
 		t.Fatalf("plan: %+v", p.Actions)
+	}
+	// Two re-observations (3 requests each), the suspend's own read of the
+	// Deployment and its scale: the pass costs a few requests per action,
+	// none per runtime it leaves alone.
+	if n := e.client.Sent() - before; n > 10 {
+		t.Errorf("a pass suspending one runtime sent %d requests", n)
+	} else {
+		t.Logf("a pass suspending one runtime of three sent %d requests", n)
 	}
 	if r := outcome(res, "idle"); r.Outcome != plan.Done {
 		t.Fatalf("apply: %+v", r)

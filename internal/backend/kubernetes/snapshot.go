@@ -14,7 +14,7 @@ import (
 // snapshot API, or a snapshot is not ready within snapshot_timeout, the
 // export fails and the runtime stays as it is.
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
-	_, g, err := b.current(ctx, rt)
+	_, g, err := b.current(ctx, rt, false)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("archive %s: %w", rt.Key, err)
 	}
