@@ -83,7 +83,6 @@ type core struct {
 	client *kubeclient.Client
 	opts   Options
 	sel    labels.Selector
-	now    func() time.Time
 
 	deployments, pvcs, pods *kubeclient.Kind
 	// ordered is every kind in deletion order (the runtime-api's: the
@@ -145,7 +144,7 @@ func newCore(client *kubeclient.Client, opts Options) (*core, error) {
 		return nil, err
 	}
 	sel = sel.Add(*req)
-	c := &core{client: client, opts: opts, sel: sel, now: time.Now}
+	c := &core{client: client, opts: opts, sel: sel}
 	c.build()
 	return c, nil
 }
