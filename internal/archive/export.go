@@ -52,6 +52,28 @@ type Request struct {
 	// out beyond dependencies (a container's home and writable layer),
 	// for the survives list.
 	NotKept []string
+	// Snapshots are volume snapshots the backend took and saw ready (a
+	// Kubernetes runtime's volumes): the archive's manifest records them,
+	// and they are its content.
+	Snapshots []VolumeSnapshot
+}
+
+// VolumeSnapshot is one Kubernetes VolumeSnapshot an archive consists of,
+// with what a new claim restored from it needs.
+type VolumeSnapshot struct {
+	Namespace string `json:"namespace"`
+	// Name is the VolumeSnapshot; Volume the claim it was taken of.
+	Name   string `json:"name"`
+	Volume string `json:"volume"`
+	Class  string `json:"class,omitempty"`
+	// Content is the bound VolumeSnapshotContent, RestoreSize the
+	// smallest claim it restores into.
+	Content     string `json:"content,omitempty"`
+	RestoreSize string `json:"restore_size,omitempty"`
+	// The claim's own settings, for the restored one.
+	StorageClass string   `json:"storage_class,omitempty"`
+	AccessModes  []string `json:"access_modes,omitempty"`
+	Requested    string   `json:"requested,omitempty"`
 }
 
 // ObjectBase is the Request.Base of an archive of runtime id on backend at
@@ -413,6 +435,11 @@ func (x *exporter) addFolders(ctx context.Context, m *Manifest, folders []Folder
 		}
 	}
 	m.Survives = append(m.Survives, dependencySurvives(m.Dependencies, x.req.IncludeDependencies)...)
+	for _, v := range x.req.Snapshots {
+		m.Snapshots = append(m.Snapshots, v)
+		m.Survives = append(m.Survives, fmt.Sprintf("volume %s: VolumeSnapshot %s/%s (restore size %s), ready to use",
+			v.Volume, v.Namespace, v.Name, v.RestoreSize))
+	}
 	for _, n := range x.req.NotKept {
 		m.Survives = append(m.Survives, n+" NOT kept")
 	}

@@ -98,6 +98,9 @@ type Manifest struct {
 	Remote      string `json:"remote,omitempty"`
 	// Folders are the folders stored as tars.
 	Folders []FolderInfo `json:"folders,omitempty"`
+	// Snapshots are the volume snapshots holding a Kubernetes runtime's
+	// volumes; they live in the cluster, not in the sink.
+	Snapshots []VolumeSnapshot `json:"snapshots,omitempty"`
 	// Dependencies are the rebuildable folders, kept or not, with the
 	// lock files that rebuild them.
 	Dependencies        []Dependency `json:"dependencies,omitempty"`

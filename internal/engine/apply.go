@@ -350,6 +350,13 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 	s := w.Find(a.Key())
 	const changed = "changed since plan: "
 	if s == nil {
+		// A source that could not be listed says nothing about the
+		// runtime: that is a failure to look, not a runtime gone.
+		for _, pr := range w.Problems {
+			if pr.Backend == a.Backend && strings.HasPrefix(pr.Reason, "listing failed: ") {
+				return nil, "", fmt.Errorf("re-observe %s: %s", a.Key(), pr.Reason)
+			}
+		}
 		return nil, changed + "the runtime is gone", nil
 	}
 	rt := *s.Runtime
