@@ -90,17 +90,44 @@ func (s *Store) Lock(ctx context.Context, key ledger.Key, wait time.Duration) (f
 			return fail(fmt.Errorf("lock %s: %w", key, ledger.ErrLocked))
 		}
 	}
-	var once sync.Once
-	var unlockErr error
+	h := &heldLock{}
+	h.end = func(closing bool) {
+		uctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
+		defer cancel()
+		if closing {
+			_ = tx.Rollback(uctx)
+			h.err = fmt.Errorf("unlock %s: the store was closed while the lock was held", key)
+		} else if err := tx.Commit(uctx); err != nil {
+			h.err = fmt.Errorf("unlock %s: the lock's session ended while it was held (another holder may have run meanwhile): %w", key, err)
+		}
+		release()
+	}
+	s.held.Store(h, true)
 	return func() error {
-		once.Do(func() {
-			uctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
-			defer cancel()
-			if err := tx.Commit(uctx); err != nil {
-				unlockErr = fmt.Errorf("unlock %s: the lock's session ended while it was held (another holder may have run meanwhile): %w", key, err)
-			}
-			release()
+		h.once.Do(func() {
+			s.held.Delete(h)
+			h.end(false)
 		})
-		return unlockErr
+		return h.err
 	}, nil
+}
+
+// heldLock is a lock not yet released: Close releases what callers
+// forgot, which would otherwise keep the pool from closing.
+type heldLock struct {
+	once sync.Once
+	end  func(closing bool)
+	err  error
+}
+
+// releaseHeld ends every lock still held, at Close.
+func (s *Store) releaseHeld() {
+	s.held.Range(func(k, _ any) bool {
+		h := k.(*heldLock)
+		h.once.Do(func() {
+			s.held.Delete(h)
+			h.end(true)
+		})
+		return true
+	})
 }

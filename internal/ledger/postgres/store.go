@@ -43,6 +43,7 @@ type Store struct {
 	// the store calls a lock holder makes always find a free one.
 	lockSlots chan struct{}
 	url       *pgxpool.Config
+	held      sync.Map // *heldLock: locks not yet released
 
 	closeOnce sync.Once
 }
@@ -92,13 +93,16 @@ func (s *Store) MaxConns() int {
 	return int(s.pool.Config().MaxConns)
 }
 
-// Close closes the pool, waiting for connections in use to come back.
-// Calling it again returns nil.
+// Close releases the locks still held, then closes the pool, waiting for
+// the connections in use to come back. Calling it again returns nil.
 func (s *Store) Close() error {
 	if s.pool == nil {
 		return errors.New("close ledger: a transaction's view cannot close the store")
 	}
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.releaseHeld()
+		s.pool.Close()
+	})
 	return nil
 }
 
