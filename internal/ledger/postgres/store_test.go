@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"flag"
 	"os"
 	"testing"
 
@@ -9,7 +10,20 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger/postgres/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// TestMain runs the tests against the package's PostgreSQL, and keeps
+// rapid from writing fail files into testdata/ (the seed it prints
+// reproduces a failure) unless asked for with -rapid.nofailfile=false.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.nofailfile" })
+	if !set {
+		if err := flag.Set("rapid.nofailfile", "true"); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 func openTemp(tb testing.TB) *Store {
 	tb.Helper()
