@@ -10,9 +10,11 @@ import (
 	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/leader/leadertest"
 	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/postgres/pgtest"
 )
 
-// TestMain keeps rapid from writing fail files into testdata/ (the seed it
+// TestMain runs the tests that need one against the package's PostgreSQL,
+// and keeps rapid from writing fail files into testdata/ (the seed it
 // prints reproduces a failure) unless asked for with -rapid.nofailfile=false
 // or RAPID_NOFAILFILE.
 func TestMain(m *testing.M) {
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // clock is a settable clock.
