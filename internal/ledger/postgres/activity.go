@@ -64,7 +64,24 @@ func (s *Store) LastActivity(ctx context.Context, key ledger.Key) (time.Time, er
 
 // ActivityTimes implements ledger.Store.
 func (s *Store) ActivityTimes(ctx context.Context) (map[ledger.Key]time.Time, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+`, at FROM activity`)
+	return s.activityTimes(ctx, nil)
+}
+
+// ActivityTimesOf is ActivityTimes for the runtimes of some backends only,
+// like RuntimeStatesOf.
+func (s *Store) ActivityTimesOf(ctx context.Context, backends []string) (map[ledger.Key]time.Time, error) {
+	if len(backends) == 0 {
+		return map[ledger.Key]time.Time{}, nil
+	}
+	return s.activityTimes(ctx, backends)
+}
+
+func (s *Store) activityTimes(ctx context.Context, backends []string) (map[ledger.Key]time.Time, error) {
+	query, args := `SELECT `+keyColumns+`, at FROM activity`, []any(nil)
+	if backends != nil {
+		query, args = query+` WHERE backend = ANY($1)`, []any{backends}
+	}
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list activity: %w", err)
 	}

@@ -299,7 +299,26 @@ func nilIfEmpty(v []string) []string {
 
 // RuntimeStates implements ledger.Store.
 func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+keyColumns+`, state FROM runtimes`)
+	return s.runtimeStates(ctx, nil)
+}
+
+// RuntimeStatesOf is RuntimeStates for the runtimes of some backends only:
+// in a fleet the ledger holds every host's runtimes, and a replica's pass
+// needs its own (the scope becomes the key's source once keys carry one;
+// see docs/fleet.md).
+func (s *Store) RuntimeStatesOf(ctx context.Context, backends []string) (map[ledger.Key]string, error) {
+	if len(backends) == 0 {
+		return map[ledger.Key]string{}, nil
+	}
+	return s.runtimeStates(ctx, backends)
+}
+
+func (s *Store) runtimeStates(ctx context.Context, backends []string) (map[ledger.Key]string, error) {
+	query, args := `SELECT `+keyColumns+`, state FROM runtimes`, []any(nil)
+	if backends != nil {
+		query, args = query+` WHERE backend = ANY($1)`, []any{backends}
+	}
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)
 	}
