@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -230,11 +229,9 @@ func testLockProcesses(t *testing.T, s LockerSuite, domain string) {
 
 // lockChild is another process holding a locker on the domain.
 type lockChild struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Reader
-	mu    sync.Mutex
-	lines []string
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
 func startLockChild(t *testing.T, test, domain, markers string) *lockChild {

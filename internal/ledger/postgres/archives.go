@@ -104,20 +104,8 @@ func (s *Store) ListArchives(ctx context.Context, key ledger.Key) ([]ledger.Arch
 		args = keyArgs(key)
 	}
 	query += ` ORDER BY created_at DESC, id DESC`
-	rows, err := s.db.Query(ctx, query, args...)
+	out, err := collect(ctx, s.db, scanArchive, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list archives: %w", err)
-	}
-	defer rows.Close()
-	var out []ledger.Archive
-	for rows.Next() {
-		a, err := scanArchive(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list archives: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list archives: %w", err)
 	}
 	return out, nil

@@ -124,20 +124,8 @@ func (s *Store) ListHolds(ctx context.Context, f ledger.HoldFilter) ([]ledger.Ho
 		args = append(args, keyArgs(f.Key)...)
 	}
 	query += ` ORDER BY ` + keyOrder + `, expires_at, id`
-	rows, err := s.db.Query(ctx, query, args...)
+	out, err := collect(ctx, s.db, scanHold, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list holds: %w", err)
-	}
-	defer rows.Close()
-	var out []ledger.Hold
-	for rows.Next() {
-		h, err := scanHold(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list holds: %w", err)
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list holds: %w", err)
 	}
 	return out, nil

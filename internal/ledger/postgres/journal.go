@@ -131,18 +131,5 @@ func (s *Store) Unfinished(ctx context.Context) ([]ledger.JournalEntry, error) {
 }
 
 func (s *Store) queryJournal(ctx context.Context, query string, args ...any) ([]ledger.JournalEntry, error) {
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ledger.JournalEntry
-	for rows.Next() {
-		e, err := scanJournalEntry(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(ctx, s.db, scanJournalEntry, query, args...)
 }

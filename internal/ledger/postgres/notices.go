@@ -67,27 +67,23 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 		args = append(args, f.Limit)
 		query += fmt.Sprintf(" LIMIT $%d", len(args))
 	}
-	rows, err := s.db.Query(ctx, query, args...)
+	out, err := collect(ctx, s.db, scanNotice, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list notices: %w", err)
 	}
-	defer rows.Close()
-	var out []ledger.Notice
-	for rows.Next() {
-		var (
-			n   ledger.Notice
-			due pgtype.Int8
-			at  int64
-		)
-		dest := append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message)
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("list notices: %w", err)
-		}
-		n.Due, n.At = fromNanos(due), utc(at)
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list notices: %w", err)
-	}
 	return out, nil
+}
+
+func scanNotice(row pgx.Row) (ledger.Notice, error) {
+	var (
+		n   ledger.Notice
+		due pgtype.Int8
+		at  int64
+	)
+	dest := append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message)
+	if err := row.Scan(dest...); err != nil {
+		return n, err
+	}
+	n.Due, n.At = fromNanos(due), utc(at)
+	return n, nil
 }

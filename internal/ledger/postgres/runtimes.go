@@ -215,21 +215,8 @@ func (s *Store) ListRuntimes(ctx context.Context, f ledger.RuntimeFilter) ([]led
 		args = append(args, f.Limit)
 		query += fmt.Sprintf(" LIMIT $%d", len(args))
 	}
-	rows, err := s.db.Query(ctx, query, args...)
+	out, err := collect(ctx, s.db, newRuntimeRow().scan, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list runtimes: %w", err)
-	}
-	defer rows.Close()
-	var out []ledger.RuntimeRecord
-	row := newRuntimeRow()
-	for rows.Next() {
-		r, err := row.scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runtimes: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runtimes: %w", err)
 	}
 	return out, nil
