@@ -3,6 +3,7 @@ package pgtest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -136,5 +137,25 @@ func TestKilledTestBinaryTakesItsServer(t *testing.T) {
 	removeLeftovers()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("folder %s of the killed run left after removeLeftovers: %v", dir, err)
+	}
+}
+
+// TestBinariesFound: RECLAIMER_PG_BIN is tried first and must hold the
+// server; without it the newest Debian folder is found.
+func TestBinariesFound(t *testing.T) {
+	t.Setenv(BinEnv, t.TempDir())
+	if _, err := binDir(); err == nil || !strings.Contains(err.Error(), BinEnv) {
+		t.Fatalf("binDir with an empty %s: %v, want an error naming it", BinEnv, err)
+	}
+	t.Setenv(BinEnv, "")
+	dir, err := binDir()
+	if errors.Is(err, errNoBinaries) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir + "/initdb"); err != nil {
+		t.Fatalf("binDir = %s: %v", dir, err)
 	}
 }
