@@ -60,8 +60,9 @@
 // generation, and locks the row FOR KEY SHARE: a takeover (which deletes
 // the row) waits for the transaction to end, while renewals go on. The
 // same statement limits how long that transaction may sit idle to what is
-// left of the lease, so a leader stopped in the middle cannot hold a
-// takeover off past its lease.
+// left of the lease (at least a second), so a leader stopped in the middle
+// cannot hold a takeover off past its lease; such a write is refused as
+// ledger.ErrFenced.
 //
 // # Errors
 //
