@@ -154,7 +154,9 @@ type electorProcess struct {
 // newer generation was elected, and no provider call either.
 func TestElectorsInProcesses(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	const ttl = 3 * time.Second
+	// Long enough that a loaded machine (CI runs packages side by side)
+	// does not make a replica miss two renewals by accident.
+	const ttl = 4 * time.Second
 	events := make(chan event, 1000)
 	procs := map[string]*electorProcess{}
 	for _, name := range []string{"a", "b", "c"} {
@@ -320,7 +322,7 @@ func TestPartitionedLeaderStops(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	proxy := srv.NewProxy(t)
 	dbName := url[len("postgres:///"):strings.Index(url, "?")]
-	const ttl = 2 * time.Second
+	const ttl = 3 * time.Second
 	open := func(url string) *postgres.Store {
 		s, err := postgres.Open(t.Context(), url)
 		if err != nil {
