@@ -266,7 +266,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 
-	unlock, err := e.lockRuntime(rt.Key)
+	unlock, err := e.lockRuntime(ctx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Reason = plan.Skip, err.Error()
 		return r, nil

@@ -25,6 +25,20 @@ var (
 	MaxTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
+// BoundNanos encodes a time that a store only compares with (a filter, a
+// prune bound) as nanoseconds since 1970, clamped to what 64 bits hold.
+// Every stored time lies within MinTime..MaxTime, so the comparison stays
+// right where plain UnixNano would wrap.
+func BoundNanos(t time.Time) int64 {
+	switch {
+	case t.Before(MinTime):
+		return math.MinInt64
+	case t.After(MaxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
 // checkTime rejects a non-zero time outside MinTime..MaxTime.
 func checkTime(what string, t time.Time) error {
 	if !t.IsZero() && (t.Before(MinTime) || t.After(MaxTime)) {
