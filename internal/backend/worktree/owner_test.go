@@ -1,0 +1,208 @@
+package worktree
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"github.com/reclaimer/reclaimer/internal/testtree"
+)
+
+// layout: a repository with one agent worktree under wts/, and a full
+// clone elsewhere holding work its owner wants (an unpushed branch, an
+// ignored .env).
+type layout struct {
+	repo, wts, agent, clone string
+}
+
+func newLayout(t *testing.T) layout {
+	t.Helper()
+	base := testtree.Real(t, t.TempDir())
+	l := layout{repo: filepath.Join(base, "repo"), wts: filepath.Join(base, "wts"), clone: filepath.Join(base, "home", "clone")}
+	testtree.NewRepo(t, l.repo)
+	l.agent = filepath.Join(l.wts, "agent")
+	testtree.Git(t, l.repo, "worktree", "add", "-q", "-b", "agent", l.agent)
+	testtree.Git(t, base, "clone", "-q", l.repo, l.clone)
+	testtree.Git(t, l.clone, "checkout", "-q", "-b", "unpushed")
+	testtree.Write(t, filepath.Join(l.clone, "work.txt"), "mine\n")
+	testtree.Git(t, l.clone, "add", "work.txt")
+	testtree.Git(t, l.clone, "commit", "-q", "-m", "unpushed work")
+	testtree.Write(t, filepath.Join(l.clone, ".env"), "SECRET=1\n")
+	return l
+}
+
+// forge makes the repository's git list folder as one of its worktrees, the
+// way an agent that writes the repository's .git can.
+func forge(t *testing.T, repo, name, folder string) {
+	t.Helper()
+	admin := filepath.Join(repo, ".git", "worktrees", name)
+	testtree.Write(t, filepath.Join(admin, "gitdir"), filepath.Join(folder, ".git")+"\n")
+	testtree.Write(t, filepath.Join(admin, "HEAD"), "ref: refs/heads/main\n")
+	testtree.Write(t, filepath.Join(admin, "commondir"), "../..\n")
+}
+
+func discardInto(t *testing.T, moved *[]string) func(string) error {
+	return func(p string) error {
+		*moved = append(*moved, p)
+		return os.Rename(p, p+".trashed")
+	}
+}
+
+var git = gitcmd.Runner{Timeout: time.Minute}
+
+// TestWorktreeOwnershipProvenFromBothSides: a folder git lists only because
+// the repository's admin file names it (a full clone, a linked worktree of
+// another repository, a folder whose .git is a link) is reported with why,
+// never given a managed root, and Delete refuses it; the real worktree is
+// listed and removable, with its root derived from where git made it.
+func TestWorktreeOwnershipProvenFromBothSides(t *testing.T) {
+	l := newLayout(t)
+	other := filepath.Join(filepath.Dir(l.repo), "other")
+	testtree.NewRepo(t, other)
+	otherWT := filepath.Join(filepath.Dir(l.repo), "otherwt")
+	testtree.Git(t, other, "worktree", "add", "-q", "-b", "o", otherWT)
+	linked := filepath.Join(filepath.Dir(l.repo), "linked")
+	if err := os.MkdirAll(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(l.agent, ".git"), filepath.Join(linked, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]string{
+		"clone":         l.clone, // a full clone: its .git is a folder
+		"other-wt":      otherWT, // another repository's worktree
+		"linked-dotgit": linked,  // a .git that is a link to ours
+	}
+	for name, folder := range forged {
+		forge(t, l.repo, name, folder)
+	}
+	b := &Backend{Repo: l.repo, Git: git}
+	ctx := testtree.Context(t)
+	rts, err := b.List(ctx, backend.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]backend.Runtime{}
+	for _, rt := range rts {
+		byPath[rt.Path] = rt
+	}
+	for name, folder := range forged {
+		rt, ok := byPath[folder]
+		if !ok {
+			t.Errorf("%s (%s) not reported at all", name, folder)
+			continue
+		}
+		if rt.Root != "" || !strings.Contains(rt.Pinned, "not proven") {
+			t.Errorf("%s: root %q, pinned %q: want no root and a 'not proven' pin", name, rt.Root, rt.Pinned)
+		}
+		var moved []string
+		rt.Root = filepath.Dir(folder) // even a plan that claims a root
+		if err := b.Delete(ctx, rt, backend.DeleteOptions{Discard: discardInto(t, &moved)}); err == nil || len(moved) > 0 {
+			t.Errorf("%s: Delete = %v, moved %v: want refused, nothing moved", name, err, moved)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(l.clone, ".env")); err != nil {
+		t.Fatalf("the clone lost its .env: %v", err)
+	}
+	rt, ok := byPath[l.agent]
+	if !ok || rt.Root != l.wts || rt.Pinned != "" {
+		t.Fatalf("the agent's worktree: %+v, want root %s and no pin", rt, l.wts)
+	}
+	var moved []string
+	if err := b.Delete(ctx, rt, backend.DeleteOptions{Discard: discardInto(t, &moved)}); err != nil || len(moved) != 1 {
+		t.Fatalf("Delete of the real worktree = %v, moved %v", err, moved)
+	}
+}
+
+// TestWorktreeOwnershipRootSourceChecksTheOtherSide: under a root = source,
+// a folder whose .git file names an admin folder that does not name it back
+// is not a runtime, and the forged entries of a repository found there are
+// reported, not acted on.
+func TestWorktreeOwnershipRootSourceChecksTheOtherSide(t *testing.T) {
+	l := newLayout(t)
+	// A copy of the agent's .git file in another folder under the root: it
+	// names the agent's admin folder, which names the agent's folder only.
+	copied := filepath.Join(l.wts, "copy")
+	data, err := os.ReadFile(filepath.Join(l.agent, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtree.Write(t, filepath.Join(copied, ".git"), string(data))
+	// And a forged entry naming a clone inside the root.
+	inRoot := filepath.Join(l.wts, "clone")
+	testtree.Git(t, l.wts, "clone", "-q", l.repo, inRoot)
+	forge(t, l.repo, "evil", inRoot)
+	b := &Backend{Root: l.wts, Git: git}
+	rts, err := b.List(testtree.Context(t), backend.ListOptions{Light: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range rts {
+		switch rt.Path {
+		case l.agent:
+			if rt.Root != l.wts || rt.Pinned != "" {
+				t.Errorf("agent: root %q pin %q", rt.Root, rt.Pinned)
+			}
+		case inRoot:
+			if rt.Root != "" || !strings.Contains(rt.Pinned, "not proven") {
+				t.Errorf("forged clone in root: root %q pin %q, want reported only", rt.Root, rt.Pinned)
+			}
+		default:
+			t.Errorf("unexpected runtime %s (root %q, pin %q)", rt.Path, rt.Root, rt.Pinned)
+		}
+	}
+}
+
+// TestWorktreeDeleteRemovesOnlyItsOwnEntry: removing one worktree removes
+// exactly its admin folder; another worktree whose folder is absent at that
+// moment (an unplugged disk, moved aside) keeps its HEAD, index and
+// detached commits.
+func TestWorktreeDeleteRemovesOnlyItsOwnEntry(t *testing.T) {
+	l := newLayout(t)
+	away := filepath.Join(l.wts, "away")
+	testtree.Git(t, l.repo, "worktree", "add", "-q", "--detach", away)
+	testtree.Write(t, filepath.Join(away, "f"), "detached work\n")
+	testtree.Git(t, away, "add", "f")
+	testtree.Git(t, away, "commit", "-q", "-m", "detached")
+	head := strings.TrimSpace(testtree.Git(t, away, "rev-parse", "HEAD"))
+	aside := away + ".aside"
+	if err := os.Rename(away, aside); err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{Repo: l.repo, Git: git}
+	ctx := testtree.Context(t)
+	rts, err := b.List(ctx, backend.ListOptions{Light: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agent *backend.Runtime
+	for i := range rts {
+		if rts[i].Path == l.agent {
+			agent = &rts[i]
+		}
+	}
+	if agent == nil {
+		t.Fatalf("agent worktree not listed: %+v", rts)
+	}
+	var moved []string
+	if err := b.Delete(ctx, *agent, backend.DeleteOptions{Discard: discardInto(t, &moved)}); err != nil {
+		t.Fatal(err)
+	}
+	admins := testtree.Names(t, filepath.Join(l.repo, ".git", "worktrees"))
+	if len(admins) != 1 || admins[0] != "away" {
+		t.Fatalf("admin folders after delete: %v, want only away's", admins)
+	}
+	if err := os.Rename(aside, away); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(testtree.Git(t, away, "rev-parse", "HEAD")); got != head {
+		t.Fatalf("the absent worktree's HEAD is %s after coming back, want %s", got, head)
+	}
+	if out := testtree.Git(t, l.repo, "worktree", "list", "--porcelain"); strings.Contains(out, l.agent+"\n") {
+		t.Fatalf("git still lists the removed worktree:\n%s", out)
+	}
+}
