@@ -169,7 +169,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		cfg := config.Default()
-		return cfg, cfg.Validate()
+		return cfg, cfg.ResolvePaths()
 	}
 	return config.Load(path)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/deletion"
+	"github.com/reclaimer/reclaimer/internal/rootcheck"
 )
 
 // DirName is the trash folder's name inside its managed root.
@@ -79,7 +80,13 @@ func Open(root string, opts Options) (*Trash, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trash root %q: %w", root, err)
 	}
-	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// Only a proven root holds a trash: never "/" or a system folder, and
+	// never a root that is itself a link (configured roots are resolved
+	// once at load; one swapped for a link since is refused).
+	if err := rootcheck.Check(filepath.Clean(root)); err != nil {
+		return nil, fmt.Errorf("open trash root %q: %w", root, err)
+	}
+	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open trash root %q: %w", root, err)
 	}
