@@ -1,8 +1,9 @@
 package busy
 
 import (
-	"bytes"
 	"strings"
+
+	"github.com/reclaimer/reclaimer/internal/mountinfo"
 )
 
 // mount is one line of a mountinfo file.
@@ -12,50 +13,14 @@ type mount struct {
 	point string // where it is mounted, in the reader's view
 }
 
-// parseMountinfo reads the mounts of a mountinfo file (proc(5)). Lines that
-// do not parse are left out.
+// parseMountinfo reads the mounts of a mountinfo file (proc(5)).
 func parseMountinfo(data []byte) []mount {
 	var ms []mount
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		// id parent major:minor root mountpoint options... - fstype ...
-		f := bytes.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		ms = append(ms, mount{
-			dev:   string(f[2]),
-			root:  unescapeOctal(string(f[3])),
-			point: unescapeOctal(string(f[4])),
-		})
+	for _, m := range mountinfo.Parse(data) {
+		ms = append(ms, mount{dev: m.Dev, root: m.Root, point: m.Point})
 	}
 	return ms
 }
-
-// unescapeOctal undoes the \ooo escapes mountinfo uses for space, tab,
-// newline and backslash.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // within tells whether path equals dir or lies below it. Both are clean
 // and absolute.

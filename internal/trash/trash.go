@@ -16,6 +16,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/deletion"
+	"github.com/reclaimer/reclaimer/internal/mountinfo"
 	"github.com/reclaimer/reclaimer/internal/rootcheck"
 )
 
@@ -28,6 +29,9 @@ var (
 	// ErrCrossDevice reports a path that cannot be renamed into the trash
 	// without copying; nothing was deleted.
 	ErrCrossDevice = errors.New("not on the trash's filesystem")
+	// ErrHoldsMount reports a folder with a mount point below it; nothing
+	// was moved.
+	ErrHoldsMount = errors.New("holds a mount point")
 )
 
 // Purged describes one trash entry the purger finished with.
@@ -160,6 +164,14 @@ func (t *Trash) Discard(path string) (string, error) {
 		return "", fmt.Errorf("discard %q: %w", path, err)
 	} else if mnt {
 		return "", fmt.Errorf("discard %q: %w: %w", path, ErrCrossDevice, beneath.ErrMountPoint)
+	}
+	// A mount below the folder would ride along with the rename: its place
+	// would vanish and the entry could never be purged. Such a folder is not
+	// renamed whole.
+	if below, err := mountinfo.Below(filepath.Join(t.root, rel)); err != nil {
+		return "", fmt.Errorf("discard %q: %w", path, err)
+	} else if len(below) > 0 {
+		return "", fmt.Errorf("discard %q: %w: %s", path, ErrHoldsMount, strings.Join(below, ", "))
 	}
 	entryName := newName()
 	restore := keepTimes(parentFD)
