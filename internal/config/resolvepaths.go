@@ -102,4 +102,3 @@ func rootsOf(s keyedSource) []rootOf {
 	}
 	return nil
 }
-
