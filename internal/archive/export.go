@@ -502,9 +502,40 @@ func exportWorktree(ctx context.Context, git gitcmd.Runner, req Request, wt Work
 	}
 	if err != nil {
 		x.abandon()
+		// An abandoned export leaves nothing in the user's repository
+		// either: its snapshot refs go (even when ctx was canceled).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if derr := DropSnapshotRefs(dctx, git, wt.Path, wt.Ref); derr != nil {
+			err = errors.Join(err, derr)
+		}
 		return Manifest{}, err
 	}
 	return m, nil
+}
+
+// DropSnapshotRefs removes the refs an export of a worktree wrote under
+// ref (the snapshot, and ref-head for a detached HEAD), when they exist:
+// an export that was abandoned (failed, or interrupted by a crash and
+// found at the next start) keeps a ref only for an archive the ledger
+// recorded. dir is the worktree or its repository.
+func DropSnapshotRefs(ctx context.Context, git gitcmd.Runner, dir, ref string) error {
+	if !strings.HasPrefix(ref, SnapshotRefPrefix) {
+		return fmt.Errorf("drop snapshot refs: %q is not under %s", ref, SnapshotRefPrefix)
+	}
+	out, err := git.Run(ctx, dir, "for-each-ref", "--format=%(refname)", ref, ref+"-head")
+	if err != nil {
+		return fmt.Errorf("drop snapshot refs %s: %w", ref, err)
+	}
+	for _, r := range strings.Fields(string(out)) {
+		if r != ref && r != ref+"-head" {
+			continue
+		}
+		if _, err := git.Run(ctx, dir, "update-ref", "-d", r); err != nil {
+			return fmt.Errorf("drop snapshot ref %s: %w", r, err)
+		}
+	}
+	return nil
 }
 
 func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktree) (Manifest, error) {

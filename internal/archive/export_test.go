@@ -296,6 +296,10 @@ func TestExportCatchesCorruption(t *testing.T) {
 			if !sc.empty(t) {
 				t.Fatal("the failed worktree export left objects in the sink")
 			}
+			// TestAbandonedExportLeavesNoRef: nor a ref in the repository.
+			if refs := testtree.Git(t, f.repo, "for-each-ref", SnapshotRefPrefix); refs != "" {
+				t.Fatalf("the failed worktree export left refs:\n%s", refs)
+			}
 		})
 	}
 }

@@ -110,6 +110,10 @@ func restoreFolders(ctx context.Context, s sink.Sink, m Manifest, dests map[stri
 	for _, j := range jobs {
 		_, statErr := os.Lstat(j.dest)
 		created := errors.Is(statErr, os.ErrNotExist)
+		// A restore --to a place not made yet gets its parents.
+		if err := os.MkdirAll(filepath.Dir(j.dest), 0o755); err != nil {
+			return fmt.Errorf("folder %s: %w", j.info.Name, err)
+		}
 		if err := extractFrom(ctx, s, j.obj, j.dest); err != nil {
 			if created {
 				os.RemoveAll(j.dest)
@@ -196,6 +200,9 @@ func restoreWorktreeFrom(ctx context.Context, git gitcmd.Runner, s sink.Sink, m 
 		return fmt.Errorf("%s exists: %w", dest, os.ErrExist)
 	}
 	if err := m.VerifyIn(ctx, s); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp(staging, "reclaimer-restore-")

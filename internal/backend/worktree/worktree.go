@@ -212,7 +212,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	if at.IsZero() {
 		at = time.Now()
 	}
-	ref := archive.SnapshotRefPrefix + sanitizeRef(rt.ID) + "/" + at.UTC().Format("20060102T150405Z")
+	ref := snapshotRef(rt.ID, at)
 	deps, _ := local.Dependencies(ctx, b.Git, rt) // only listed: git never holds them
 	var depPaths []string
 	for _, d := range deps {
@@ -235,6 +235,21 @@ func (b *Backend) slowGit() gitcmd.Runner {
 	g := b.Git
 	g.Timeout = max(g.Timeout, 30*time.Minute)
 	return g
+}
+
+// snapshotRef is the ref an export of runtime id at time at writes.
+func snapshotRef(id string, at time.Time) string {
+	return archive.SnapshotRefPrefix + sanitizeRef(id) + "/" + at.UTC().Format("20060102T150405Z")
+}
+
+// AbandonExport implements backend.ExportAbandoner: the snapshot refs of
+// an export a crash interrupted leave the user's repository.
+func (b *Backend) AbandonExport(ctx context.Context, rt backend.Runtime, at time.Time) error {
+	repo := rt.Labels["repo"]
+	if repo == "" {
+		return fmt.Errorf("abandon export of %s: no repository label", rt.Key)
+	}
+	return archive.DropSnapshotRefs(ctx, b.Git, repo, snapshotRef(rt.ID, at))
 }
 
 func sanitizeRef(id string) string {
@@ -317,4 +332,19 @@ var (
 	_ backend.Exporter      = (*Backend)(nil)
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
+)
+
+// ManagedRoots implements backend.Rooted: the configured root; a
+// repository source has none to offer a caller (its roots are derived from
+// proven worktrees only).
+func (b *Backend) ManagedRoots() []string {
+	if b.Root == "" {
+		return nil
+	}
+	return []string{b.Root}
+}
+
+var (
+	_ backend.Rooted          = (*Backend)(nil)
+	_ backend.ExportAbandoner = (*Backend)(nil)
 )
