@@ -596,6 +596,12 @@ func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktr
 	}
 	m.Repo, m.Path = wt.Repo, wt.Path
 	m.Base, m.Head, m.Branch, m.Snapshot, m.Remote = base, snap.Head, snap.Branch, snap.Commit, snap.Remote
+	if !snap.Flags.empty() {
+		flags := snap.Flags
+		m.IndexFlags = &flags
+		m.Survives = append(m.Survives, plural(len(flags.AssumeUnchanged)+len(flags.SkipWorktree), "index flag", "index flags")+
+			" (assume-unchanged, skip-worktree), set again on restore")
+	}
 	if snap.Branch != "" {
 		s := "branch " + snap.Branch
 		if snap.Unpushed > 0 {

@@ -218,7 +218,14 @@ func restoreWorktreeFrom(ctx context.Context, git gitcmd.Runner, s sink.Sink, m 
 	if branch == "" {
 		branch = m.Head
 	}
-	return RestoreWorktree(ctx, git, m.Repo, file, dest, branch, m.SnapshotRef)
+	var flags IndexFlags
+	if m.IndexFlags != nil {
+		flags = *m.IndexFlags
+	}
+	if err := restoreWorktree(ctx, git, m.Repo, file, dest, branch, m.SnapshotRef, flags); err != nil {
+		return fmt.Errorf("restore worktree %s: %w", dest, err)
+	}
+	return nil
 }
 
 // download copies object o from s into file, checking size and SHA-256.

@@ -112,6 +112,10 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Unarchivable names state the backend cannot archive and restore
+	// exactly (a merge in progress, a checked-out submodule): a runtime
+	// with any is never archived or deleted, and the plan says why.
+	Unarchivable string `json:"unarchivable,omitempty"`
 	// Storage is a path on the filesystem that holds what the runtime
 	// keeps outside its managed root (Docker's data root, where a
 	// container's writable layer lives); that filesystem is managed for

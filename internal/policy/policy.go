@@ -482,6 +482,8 @@ func cannotRemove(c *Candidate) string {
 		return "its backend cannot remove it"
 	case c.Runtime.Unsaved != "" && !c.Can.Export:
 		return "unsaved work (" + c.Runtime.Unsaved + ") and no way to archive it"
+	case c.Runtime.Unarchivable != "":
+		return "it holds what cannot be archived and restored exactly: " + c.Runtime.Unarchivable
 	}
 	return ""
 }

@@ -90,6 +90,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 			LastActivity: moment(t, base, "lastActivity"),
 			CreatedAt:    moment(t, base, "createdAt"),
 			Unsaved:      rapid.SampledFrom([]string{"", "", "3 uncommitted files"}).Draw(t, "unsaved"),
+			Unarchivable: rapid.SampledFrom([]string{"", "", "", "a merge in progress"}).Draw(t, "unarchivable"),
 		},
 		Record: Record{
 			Pinned:   oneIn(t, rare, "pinned"),
@@ -294,6 +295,26 @@ func TestPropertyNeverActsOnPinned(t *testing.T) {
 	})
 }
 
+// TestPropertyNeverRemovesWhatCannotBeArchived: a runtime holding state
+// its backend cannot archive and restore exactly is never archived or
+// deleted, whatever the policy, the request or the notice in force; it is
+// listed as skipped with that state named.
+func TestPropertyNeverRemovesWhatCannotBeArchived(t *testing.T) {
+	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
+		for _, a := range out.Actions {
+			if c := candidateOf(in, a.Key); c != nil && c.Runtime.Unarchivable != "" &&
+				(a.Step == backend.StepArchive || a.Step == backend.StepDelete) {
+				t.Fatalf("action %+v on a runtime holding %q", a, c.Runtime.Unarchivable)
+			}
+		}
+		for _, n := range out.Schedule {
+			if c := candidateOf(in, n.Key); c != nil && c.Runtime.Unarchivable != "" {
+				t.Fatalf("notice %+v for a runtime holding %q", n, c.Runtime.Unarchivable)
+			}
+		}
+	})
+}
+
 func TestPropertyNeverActsOnLeasedHeldOrBusy(t *testing.T) {
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
@@ -397,7 +418,7 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 				t.Fatalf("notice %+v for a protected runtime", n)
 			case scheduled[n.Key]:
 				t.Fatalf("two notices for %v", n.Key)
-			case !c.Can.Delete || (c.Runtime.Unsaved != "" && !c.Can.Export):
+			case !c.Can.Delete || (c.Runtime.Unsaved != "" && !c.Can.Export) || c.Runtime.Unarchivable != "":
 				t.Fatalf("notice %+v of a removal that cannot happen (capabilities %+v, unsaved %q)", n, c.Can, c.Runtime.Unsaved)
 			}
 			if last, ret := lastActiveOf(c), retentionOf(c); ret <= 0 || last.IsZero() || in.Now.Sub(last) <= ret {

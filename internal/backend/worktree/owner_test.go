@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"github.com/reclaimer/reclaimer/internal/sink"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
@@ -204,5 +206,54 @@ func TestWorktreeDeleteRemovesOnlyItsOwnEntry(t *testing.T) {
 	}
 	if out := testtree.Git(t, l.repo, "worktree", "list", "--porcelain"); strings.Contains(out, l.agent+"\n") {
 		t.Fatalf("git still lists the removed worktree:\n%s", out)
+	}
+}
+
+// TestWorktreeThatCannotBeArchivedIsKept: a worktree in the middle of a
+// merge, one with a checked-out submodule, and one holding an untracked
+// nested clone are listed with that state named as unarchivable, so no
+// policy removes them, and Export refuses them.
+func TestWorktreeThatCannotBeArchivedIsKept(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		make       func(t *testing.T, l layout)
+	}{
+		{"merge in progress", "a merge in progress", func(t *testing.T, l layout) {
+			testtree.Write(t, filepath.Join(l.repo, "src", "main.go"), "package main // main\n")
+			testtree.Git(t, l.repo, "commit", "-q", "-am", "main side")
+			testtree.Write(t, filepath.Join(l.agent, "src", "main.go"), "package main // agent\n")
+			testtree.Git(t, l.agent, "commit", "-q", "-am", "agent side")
+			if _, err := testtree.GitErr(t, l.agent, "merge", "-q", "main"); err == nil {
+				t.Fatal("the merge did not conflict")
+			}
+		}},
+		{"checked-out submodule", "submodule lib", func(t *testing.T, l layout) {
+			testtree.Git(t, l.agent, "submodule", "add", "-q", l.clone, "lib")
+			testtree.Write(t, filepath.Join(l.agent, "lib", "work.txt"), "edited inside the submodule\n")
+		}},
+		{"nested clone", "nested repository vendor", func(t *testing.T, l layout) {
+			testtree.Git(t, l.agent, "clone", "-q", l.clone, "vendor")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLayout(t)
+			tc.make(t, l)
+			b := &Backend{Repo: l.repo, Git: git}
+			rts, err := b.List(testtree.Context(t), backend.ListOptions{IDs: []string{"repo:agent"}})
+			if err != nil || len(rts) != 1 {
+				t.Fatalf("list: %v %+v", err, rts)
+			}
+			if !strings.Contains(rts[0].Unarchivable, tc.want) {
+				t.Fatalf("Unarchivable = %q, want it to name %q", rts[0].Unarchivable, tc.want)
+			}
+			s, err := sink.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Export(testtree.Context(t), rts[0], backend.ExportOptions{Dir: t.TempDir(), Sink: s, Name: "worktree/x/20260102T030405Z"})
+			if !errors.Is(err, errors.ErrUnsupported) {
+				t.Fatalf("Export of a worktree that cannot be archived exactly: %v, want ErrUnsupported", err)
+			}
+		})
 	}
 }

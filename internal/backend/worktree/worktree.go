@@ -187,10 +187,11 @@ func (b *Backend) observe(ctx context.Context, f found, light bool) backend.Runt
 		rt.Unsaved = "unknown (git failed: " + err.Error() + ")"
 	} else {
 		rt.Unsaved = snap.Unsaved()
+		rt.Unarchivable = snap.CannotArchive()
 	}
 	act := local.Activity(ctx, b.Git, rt)
 	rt.LastActivity = act.Newest
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s", f.path, f.head, act.Newest.UnixNano(), act.Files, rt.Unsaved))
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s\x00%s", f.path, f.head, act.Newest.UnixNano(), act.Files, rt.Unsaved, rt.Unarchivable))
 	rt.Fingerprint = hex.EncodeToString(sum[:12])
 	return rt
 }
