@@ -631,8 +631,23 @@ func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktr
 	// ignored by git, so they are never kept, whatever include_dependencies says.
 	m.Survives = append(m.Survives, dependencySurvives(m.Dependencies, false)...)
 	m.Survives = append(m.Survives, "other ignored files (such as .env) NOT kept")
-	for _, n := range snap.Nested {
-		m.Excluded = append(m.Excluded, n+" (an untracked nested repository, not kept)")
+	// Untracked nested repositories (clones the agent made): a snapshot
+	// commit cannot hold them, so each is stored whole as a tar, its .git
+	// with every commit, branch, index and uncommitted file included, and
+	// extracted back into place on restore.
+	for i, n := range snap.Nested {
+		rel := strings.TrimSuffix(n, "/")
+		f := Folder{Name: fmt.Sprintf("nested-%d", i), Path: filepath.Join(wt.Path, filepath.FromSlash(rel))}
+		obj, st, err := x.putTar(ctx, f, TarOptions{})
+		if err != nil {
+			return m, fmt.Errorf("store nested repository %s: %w", rel, err)
+		}
+		m.Folders = append(m.Folders, FolderInfo{Name: f.Name, Path: f.Path, Object: obj.Name, Files: st.Files,
+			Dirs: st.Dirs, Symlinks: st.Symlinks, Bytes: st.Bytes, Skipped: st.Skipped})
+		m.Survives = append(m.Survives, "untracked nested repository "+rel+" (whole, its .git included)")
+		for _, sk := range st.Skipped {
+			m.Excluded = append(m.Excluded, path.Join(rel, sk.Path)+" ("+sk.Reason+", not stored)")
+		}
 	}
 	return m, nil
 }

@@ -327,37 +327,13 @@ func TestSnapshotDetachedHead(t *testing.T) {
 	}
 }
 
-// TestUnarchivableStateIsNeverSnapshotted: an untracked nested repository
-// (its commits) or a merge in progress (MERGE_HEAD, the unmerged stages)
-// cannot be held by a snapshot commit: Inspect names it, SnapshotWorktree
-// refuses with ErrUnsupported, writes no ref and changes nothing.
+// TestUnarchivableStateIsNeverSnapshotted: a merge in progress
+// (MERGE_HEAD, the unmerged stages) cannot be held by a snapshot commit:
+// Inspect names it, SnapshotWorktree refuses with ErrUnsupported, writes
+// no ref and changes nothing.
 func TestUnarchivableStateIsNeverSnapshotted(t *testing.T) {
 	ctx := context.Background()
 	var r gitcmd.Runner
-	t.Run("nested repository", func(t *testing.T) {
-		f := newRepo(t)
-		nested := filepath.Join(f.wt, "clone")
-		git(t, f.wt, "init", "-q", "clone")
-		write(t, filepath.Join(nested, "n.txt"), "nested\n", 0o644)
-		git(t, nested, "add", "n.txt")
-		git(t, nested, "commit", "-q", "-m", "nested")
-		git(t, f.wt, "init", "-q", "empty-clone") // no commit at all
-		write(t, filepath.Join(f.wt, "u.txt"), "u\n", 0o644)
-		s, err := Inspect(ctx, r, f.wt)
-		must(t, err)
-		if !slices.Equal(s.Nested, []string{"clone/", "empty-clone/"}) || s.Untracked != 1 || !strings.Contains(s.CannotArchive(), "nested repository clone") {
-			t.Fatalf("Inspect = %+v", s)
-		}
-		if want := "1 untracked file; 2 commits not on any remote; 2 untracked nested repositories (clone/, empty-clone/)"; s.Unsaved() != want {
-			t.Errorf("Unsaved() = %q, want %q", s.Unsaved(), want)
-		}
-		if _, err := SnapshotWorktree(ctx, r, f.wt, "refs/reclaimer/nested"); !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("snapshot of a worktree holding a nested clone: %v, want ErrUnsupported", err)
-		}
-		if refs := git(t, f.repo, "for-each-ref", "refs/reclaimer/"); refs != "" {
-			t.Fatalf("refs written: %s", refs)
-		}
-	})
 	t.Run("merge in progress", func(t *testing.T) {
 		f := newRepo(t)
 		write(t, filepath.Join(f.repo, "a.txt"), "main side\n", 0o644)

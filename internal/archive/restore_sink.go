@@ -225,6 +225,20 @@ func restoreWorktreeFrom(ctx context.Context, git gitcmd.Runner, s sink.Sink, m 
 	if err := restoreWorktree(ctx, git, m.Repo, file, dest, branch, m.SnapshotRef, flags); err != nil {
 		return fmt.Errorf("restore worktree %s: %w", dest, err)
 	}
+	// The nested repositories stored whole go back where they were.
+	dests := map[string]string{}
+	for _, f := range m.Folders {
+		rel, err := filepath.Rel(m.Path, f.Path)
+		if err != nil || !filepath.IsLocal(rel) {
+			return fmt.Errorf("nested folder %s lies outside the worktree %s", f.Path, m.Path)
+		}
+		dests[f.Name] = filepath.Join(dest, rel)
+	}
+	if len(dests) > 0 {
+		if err := restoreFolders(ctx, s, m, dests); err != nil {
+			return fmt.Errorf("restore nested repositories into %s: %w", dest, err)
+		}
+	}
 	return nil
 }
 

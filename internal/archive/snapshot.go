@@ -50,16 +50,16 @@ type Snapshot struct {
 	// "" when there is none. Inspect leaves it empty.
 	Remote string `json:"remote,omitempty"`
 	// Nested are untracked folders holding a git repository of their own
-	// (ending in "/"). A snapshot cannot hold them; archive the folder as
-	// a tar to keep them.
+	// (ending in "/"). A snapshot cannot hold them; ExportWorktree stores
+	// each as a tar.
 	Nested []string `json:"nested,omitempty"`
 	// Flags are the index entries marked assume-unchanged or
 	// skip-worktree; their edits count in Changed.
 	Flags IndexFlags `json:"flags,omitzero"`
 	// Unarchivable are states the archive cannot hold and a restore could
 	// not bring back exactly (a merge in progress, a checked-out
-	// submodule, an untracked nested repository): a worktree with any is
-	// never removed.
+	// submodule): a worktree with any is never removed. (Untracked nested
+	// repositories are not among them: ExportWorktree stores each whole.)
 	Unarchivable []string `json:"unarchivable,omitempty"`
 }
 
@@ -164,9 +164,6 @@ func inspect(ctx context.Context, r gitcmd.Runner, worktree string) (Snapshot, [
 	s.Changed += flaggedChanged
 	if s.Unarchivable, err = unarchivable(ctx, r, worktree, unmerged, checkedOut); err != nil {
 		return s, nil, fmt.Errorf("inspect worktree %s: %w", worktree, err)
-	}
-	for _, n := range s.Nested {
-		s.Unarchivable = append(s.Unarchivable, "untracked nested repository "+strings.TrimSuffix(n, "/")+" (its commits are not archived)")
 	}
 	if s.Head != "" {
 		out, err := r.Run(ctx, worktree, "rev-list", "--count", s.Head, "--not", "--remotes")

@@ -210,9 +210,9 @@ func TestWorktreeDeleteRemovesOnlyItsOwnEntry(t *testing.T) {
 }
 
 // TestWorktreeThatCannotBeArchivedIsKept: a worktree in the middle of a
-// merge, one with a checked-out submodule, and one holding an untracked
-// nested clone are listed with that state named as unarchivable, so no
-// policy removes them, and Export refuses them.
+// merge and one with a checked-out submodule are listed with that state
+// named as unarchivable, so no policy removes them, and Export refuses
+// them.
 func TestWorktreeThatCannotBeArchivedIsKept(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
@@ -230,9 +230,6 @@ func TestWorktreeThatCannotBeArchivedIsKept(t *testing.T) {
 		{"checked-out submodule", "submodule lib", func(t *testing.T, l layout) {
 			testtree.Git(t, l.agent, "submodule", "add", "-q", l.clone, "lib")
 			testtree.Write(t, filepath.Join(l.agent, "lib", "work.txt"), "edited inside the submodule\n")
-		}},
-		{"nested clone", "nested repository vendor", func(t *testing.T, l layout) {
-			testtree.Git(t, l.agent, "clone", "-q", l.clone, "vendor")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
