@@ -23,7 +23,10 @@
 // as a pin, unsaved work counted by git), FileReclaimer (git-ignored
 // dependencies, core dumps), Exporter (a snapshot commit of uncommitted and
 // untracked work under refs/reclaimer/, then a verified git bundle of the
-// branch and the snapshot; nothing is committed to the user's branch),
+// branch and the snapshot, a tar of each untracked nested repository, and
+// a tar of the ignored files that are not rebuildable dependencies; nothing
+// is committed to the user's branch; a worktree holding state that cannot
+// be archived exactly is listed with it in Unarchivable and refused),
 // Deleter (the folder into the trash, then exactly its own admin folder is
 // removed, never a repository-wide `git worktree prune`, which would also
 // drop the entries of worktrees whose folder is absent for now; the branch

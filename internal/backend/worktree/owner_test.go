@@ -254,3 +254,50 @@ func TestWorktreeThatCannotBeArchivedIsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestIgnoredFolderShedOnlyWhenRebuildableArchive: what the dependencies
+// step would not shed is what a worktree's archive keeps: ignored secrets,
+// credentials and state come back with the worktree; a rebuildable
+// node_modules is left out.
+func TestIgnoredFolderShedOnlyWhenRebuildableArchive(t *testing.T) {
+	l := newLayout(t)
+	testtree.Write(t, filepath.Join(l.agent, ".gitignore"), ".env\nsecrets/\n.aws/\nnode_modules/\n")
+	testtree.Git(t, l.agent, "add", ".gitignore")
+	testtree.Git(t, l.agent, "commit", "-q", "-m", "ignore")
+	kept := map[string]string{
+		"secrets/.env":     "TOKEN=1\n",
+		".aws/credentials": "[default]\n",
+		".env":             "A=1\n",
+	}
+	for p, c := range kept {
+		testtree.Write(t, filepath.Join(l.agent, p), c)
+	}
+	testtree.Write(t, filepath.Join(l.agent, "node_modules", "x", "index.js"), "module.exports = 1\n")
+	b := &Backend{Repo: l.repo, Git: git}
+	ctx := testtree.Context(t)
+	rts, err := b.List(ctx, backend.ListOptions{IDs: []string{"repo:agent"}})
+	if err != nil || len(rts) != 1 {
+		t.Fatalf("list: %v %+v", err, rts)
+	}
+	s, err := sink.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	exp, err := b.Export(ctx, rts[0], backend.ExportOptions{Dir: t.TempDir(), Sink: s, Name: "worktree/repo:agent/20260102T030405Z", CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtree.Git(t, l.repo, "worktree", "remove", "--force", l.agent)
+	if _, err := b.Restore(ctx, rts[0].Key, backend.RestoreOptions{Manifest: exp.Manifest, Sink: s, Staging: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range kept {
+		if got, err := os.ReadFile(filepath.Join(l.agent, p)); err != nil || string(got) != c {
+			t.Errorf("%s after restore: %q %v, want %q", p, got, err, c)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(l.agent, "node_modules")); !os.IsNotExist(err) {
+		t.Errorf("node_modules came back (%v): it is rebuildable and left out", err)
+	}
+}
