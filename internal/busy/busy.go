@@ -305,7 +305,11 @@ type scanner struct {
 	hasKey []bool
 	self   *matcher
 	selfNS string
-	ids    map[devIno][]int // the roots by device and inode, for locate
+	// ids are the roots by device and inode, for locate: made on first
+	// use (a folder deeper than PATH_MAX is rare; a stat per root is not
+	// free at 100,000 runtimes).
+	idsOnce sync.Once
+	ids     map[devIno][]int
 	// ownCaps is this process's permitted capability set.
 	ownCaps   uint64
 	ownCapsOK bool
@@ -324,7 +328,6 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 		hasKey: make([]bool, len(roots)),
 		self:   newMatcher(),
 		ns:     map[string]*matcher{},
-		ids:    map[devIno][]int{},
 	}
 	if l, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
 		s.selfNS = l
@@ -340,11 +343,6 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 	parents := parentResolver{}
 	defer parents.close()
 	for i, r := range roots {
-		var st unix.Stat_t
-		if unix.Stat(r, &st) == nil {
-			k := devIno{st.Dev, st.Ino}
-			s.ids[k] = append(s.ids[k], i)
-		}
 		s.self.add(r, i)
 		real := r
 		if e, ok := parents.realPath(r); ok && e != r {
@@ -362,6 +360,21 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 		s.ns[s.selfNS] = s.self
 	}
 	return s
+}
+
+// rootIDs returns the roots by device and inode.
+func (s *scanner) rootIDs() map[devIno][]int {
+	s.idsOnce.Do(func() {
+		s.ids = map[devIno][]int{}
+		for i, r := range s.roots {
+			var st unix.Stat_t
+			if unix.Stat(r, &st) == nil {
+				k := devIno{st.Dev, st.Ino}
+				s.ids[k] = append(s.ids[k], i)
+			}
+		}
+	})
+	return s.ids
 }
 
 // parentResolver resolves many paths that share parents (a pass's run

@@ -465,9 +465,10 @@ func (w *worker) locate(p *proc, dirfd int, name []byte, what string) bool {
 		p.note(unix.ENAMETOOLONG, what+" (a file deeper than PATH_MAX)")
 		return false
 	}
+	ids := w.s.rootIDs()
 	dotdot := []byte("..\x00")
 	for range maxClimb {
-		for _, r := range w.s.ids[devIno{st.Dev, st.Ino}] {
+		for _, r := range ids[devIno{st.Dev, st.Ino}] {
 			w.record(p, r, []byte("(a folder deeper than PATH_MAX)"), what)
 		}
 		up, err := openat(fd, dotdot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
