@@ -398,8 +398,8 @@ func TestMountTranslation(t *testing.T) {
 32 26 254:0 /srv/runs/r1/ws /mnt/ws rw - ext4 /dev/vda rw
 33 26 254:0 /srv/with\040space /mnt/sp rw - ext4 /dev/vda rw
 `))
-	if host[4].root != "/srv/with space" {
-		t.Fatalf("unescape: %q", host[4].root)
+	if host[4].Root != "/srv/with space" {
+		t.Fatalf("unescape: %q", host[4].Root)
 	}
 	k, ok := keyOf(host, "/srv/runs/r1")
 	if !ok || k != (fsKey{"254:0", "/srv/runs/r1"}) {
