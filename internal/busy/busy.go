@@ -54,11 +54,10 @@ type Snapshot struct {
 	// Failed counts processes of which something could not be read for
 	// another reason than vanishing or permission.
 	Failed int `json:"failed"`
-	// Privileged counts processes that refused a scan running as root
-	// because they hold capabilities it lacks (a supervisor above a
-	// confined service or container): not counted in Denied, and they do
-	// not make the answer unknown. Agents are never more privileged than
-	// the program reclaiming their runtimes.
+	// Privileged is 1 when the init of this PID namespace refused a scan
+	// running as root because it holds capabilities the scan lacks: the
+	// supervisor of the container the reclaimer runs in. It is not counted
+	// in Denied and does not make the answer unknown.
 	Privileged int `json:"privileged,omitempty"`
 	// Unread says, for the first few processes counted in Denied or
 	// Failed, what could not be read ("pid 42 (node) cwd: ...").

@@ -34,10 +34,12 @@
 // processes named ("unknown: 1 processes could not be read (pid 42 (node)
 // fd 7: ...)"). Permission refused on another user's process (when not
 // running as root, or with /proc mounted hidepid=) counts in Denied, other
-// errors in Failed. A scan running as root that is refused by a process
-// holding capabilities root here lacks (a supervisor above a confined
-// service) counts it in Privileged instead, which does not make the answer
-// unknown: agents are never more privileged than the reclaimer.
+// errors in Failed. One exception: a scan running as root that is refused
+// by PID 1 of its own PID namespace, which holds capabilities the scan
+// lacks (the supervisor of the container the reclaimer runs in), counts it
+// in Privileged instead; that does not make the answer unknown. Any other
+// refusal does, however privileged the process: run the reclaimer as root
+// with CAP_SYS_PTRACE (root's default) so that it can read every process.
 //
 // A cwd, root or descriptor deeper than PATH_MAX has no path /proc can
 // give (ENAMETOOLONG). A folder is then found by identity: opened through

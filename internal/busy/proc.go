@@ -109,10 +109,12 @@ func (w *worker) count(p *proc, seen bool) {
 	if seen {
 		w.procs++
 	}
-	if p.denied && !p.failed && w.s.morePrivileged(w, p) {
-		// Refused because it holds capabilities this process lacks (a
-		// supervisor above us): outside what an agent can be, so it does
-		// not make the answer unknown. Counted apart.
+	if p.denied && !p.failed && p.pid == 1 && w.s.morePrivileged(w, p) {
+		// The init of this PID namespace refused because it holds
+		// capabilities this process lacks: the supervisor of the container
+		// the reclaimer runs in, never an agent. It does not make the
+		// answer unknown; counted apart. Any other process refused is
+		// unknown, however privileged (a privileged agent container).
 		w.privileged++
 		return
 	}
