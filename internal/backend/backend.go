@@ -183,6 +183,21 @@ type Deleter interface {
 type File struct {
 	Path  string `json:"path"`
 	Bytes int64  `json:"bytes"`
+	// Kept, when set, says why a folder that looks like a candidate (an
+	// ignored folder of a workspace) is kept: it is listed so the plan can
+	// say so, and never discarded.
+	Kept string `json:"kept,omitempty"`
+}
+
+// Shed returns the files that may go: those not Kept.
+func Shed(files []File) []File {
+	var out []File
+	for _, f := range files {
+		if f.Kept == "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // FileOptions select or free rebuildable files.

@@ -77,6 +77,18 @@ func genFiles(t *rapid.T, dir, label string) []backend.File {
 	return fs
 }
 
+// genDeps draws dependency folders, some of them kept by the backend (an
+// ignored folder holding a secret).
+func genDeps(t *rapid.T, dir string) []backend.File {
+	fs := genFiles(t, dir, "dep")
+	for i := range fs {
+		if oneIn(t, 3, fmt.Sprintf("kept%d", i)) {
+			fs[i].Kept = "it holds .env"
+		}
+	}
+	return fs
+}
+
 // genCandidate draws runtime i; about one in rare of its protections is on.
 func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candidate {
 	k := backend.Key{Backend: rapid.SampledFrom(backendNames).Draw(t, "backend"), ID: fmt.Sprintf("r%d", i)}
@@ -110,7 +122,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 		},
 		Filesystem:   rapid.SampledFrom(append([]string{"fs0", "fs0", "fs1"}, fsIDs...)).Draw(t, "filesystem"),
 		Caches:       genFiles(t, dir, "cache"),
-		Dependencies: genFiles(t, dir, "dep"),
+		Dependencies: genDeps(t, dir),
 		SizeBytes:    rapid.Int64Range(-1, 5000).Draw(t, "size"),
 	}
 	if crowded {
@@ -290,6 +302,37 @@ func TestPropertyNeverActsOnPinned(t *testing.T) {
 		for _, a := range out.Actions {
 			if c := candidateOf(in, a.Key); c != nil && isPinned(c) {
 				t.Fatalf("action %+v on a pinned runtime %+v", a, c.Record)
+			}
+		}
+	})
+}
+
+// TestPropertyNeverShedsAKeptFolder: an ignored folder the backend keeps
+// (not rebuildable) is never in an action, and every one of a runtime the
+// dependencies step looked at is listed as skipped with why.
+func TestPropertyNeverShedsAKeptFolder(t *testing.T) {
+	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
+		for _, a := range out.Actions {
+			c := candidateOf(in, a.Key)
+			if c == nil {
+				continue
+			}
+			for _, p := range a.Paths {
+				for _, f := range c.Dependencies {
+					if f.Path == p && f.Kept != "" {
+						t.Fatalf("action %+v sheds %s, which the backend keeps (%s)", a, p, f.Kept)
+					}
+				}
+			}
+			if a.Step != backend.StepDependencies {
+				continue
+			}
+			for _, f := range c.Dependencies {
+				if f.Kept != "" && !slices.ContainsFunc(out.Skipped, func(s Skip) bool {
+					return s.Key == a.Key && s.Step == backend.StepDependencies && strings.Contains(s.Reason, f.Path)
+				}) {
+					t.Fatalf("kept %s of %v not reported: %+v", f.Path, a.Key, out.Skipped)
+				}
 			}
 		}
 	})
@@ -517,7 +560,7 @@ func shedOrder(in Input, out Output, fs Filesystem) []backend.Key {
 	for i := range in.Candidates {
 		c := &in.Candidates[i]
 		if c.Filesystem == fs.ID && inPass(in, c.Runtime.Key) && c.Runtime.State.Present() && c.Can.Files &&
-			len(c.Dependencies) > 0 && !acted[c.Runtime.Key] && !isProtected(c, in.Now) {
+			len(backend.Shed(c.Dependencies)) > 0 && !acted[c.Runtime.Key] && !isProtected(c, in.Now) {
 			pool = append(pool, c)
 		}
 	}
@@ -571,7 +614,7 @@ func TestPropertyBudgetLeastRecentlyActiveFirst(t *testing.T) {
 				c := candidateOf(in, a.Key)
 				var paths []string
 				var bytes int64
-				for _, f := range c.Dependencies {
+				for _, f := range backend.Shed(c.Dependencies) {
 					paths = append(paths, f.Path)
 					bytes += f.Bytes
 				}
