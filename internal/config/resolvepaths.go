@@ -10,7 +10,7 @@ import (
 // ResolvePaths resolves every configured path once, symbolic links
 // included (rootcheck.Resolve), puts the resolved path in its place, and
 // validates again on what the kernel will really reach. It refuses a
-// managed root or repository that resolves to "/" or a system folder
+// managed root that resolves to "/" or a system folder
 // (rootcheck.Check), and, through Validate, roots that overlap once
 // resolved and a root holding the state folder or the archives: a root that
 // is a link to "/" or to the folder holding another root is caught here,
@@ -45,7 +45,9 @@ func (c *Config) ResolvePaths() error {
 	resolve("archive.dir", &c.Archive.Dir)
 	for i := range c.Worktrees {
 		w := &c.Worktrees[i]
-		managed(fmt.Sprintf("worktrees[%d].repo", i), &w.Repo)
+		// A repository is never deleted from, only its worktrees: it is
+		// resolved, and Validate refuses "/" for it.
+		resolve(fmt.Sprintf("worktrees[%d].repo", i), &w.Repo)
 		managed(fmt.Sprintf("worktrees[%d].root", i), &w.Root)
 	}
 	for i := range c.Dirs {
