@@ -96,6 +96,9 @@ type Manifest struct {
 	SnapshotRef string `json:"snapshot_ref,omitempty"`
 	HeadRef     string `json:"head_ref,omitempty"`
 	Remote      string `json:"remote,omitempty"`
+	// IndexFlags are the assume-unchanged and skip-worktree entries a
+	// restore marks again.
+	IndexFlags *IndexFlags `json:"index_flags,omitempty"`
 	// Folders are the folders stored as tars.
 	Folders []FolderInfo `json:"folders,omitempty"`
 	// Snapshots are the volume snapshots holding a Kubernetes runtime's

@@ -259,6 +259,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 					// Skipped or failed after the export: an archive
 					// nothing refers to would only take space.
 					e.dropExport(archive.ObjectBase(rt.Backend, rt.ID, p.CreatedAt), got)
+					e.abandonExport(b, rt, p.CreatedAt)
 				}
 			}()
 		case rt.Unsaved != "":
