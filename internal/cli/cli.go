@@ -213,7 +213,7 @@ func (c *command) loadConfig(src *sourceFlags) (*config.Config, error) {
 			}
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ResolvePaths(); err != nil {
 		return nil, usageError{err}
 	}
 	return cfg, nil

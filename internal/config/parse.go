@@ -28,7 +28,14 @@ func Load(path string) (*Config, error) {
 	if len(data) > maxFileSize {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
 	}
-	return Parse(data, path)
+	c, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ResolvePaths(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Parse parses and validates a configuration; name (usually the file's path)

@@ -33,8 +33,8 @@ import (
 //     credential variable or file but not both, rate in (0, 1000], and a
 //     non-empty metadata or label selector for e2b and daytona.
 //
-// The overlap checks compare paths as written: they do not resolve symbolic
-// links.
+// The overlap checks compare paths as written; ResolvePaths (which Load
+// calls) resolves symbolic links and runs them again on the resolved paths.
 func (c *Config) Validate() error {
 	v := &validator{c: c}
 	v.absPath("ledger.path", c.Ledger.Path, "ledger file")

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/dockerclient"
 )
@@ -118,7 +119,8 @@ type Options struct {
 	Docker *dockerclient.Client
 	// Prove checks that path is a linked worktree git made for the
 	// repository whose common git folder is common, from both sides, and
-	// returns its admin folder; default ProveLinked.
+	// returns its admin folder; default worktree.ProveLinked, the proof
+	// the worktree backend acts on.
 	Prove func(common, path string) (admin string, err error)
 	// EUID is the user discovery runs as; default os.Geteuid(). A user
 	// other than root is shown only what it owns.
@@ -132,7 +134,7 @@ type Options struct {
 func Discover(ctx context.Context, opts Options) (Report, error) {
 	d := &discovery{opts: opts, seen: map[string]bool{}, repos: map[string]bool{}}
 	if d.opts.Prove == nil {
-		d.opts.Prove = ProveLinked
+		d.opts.Prove = worktree.ProveLinked
 	}
 	d.euid = os.Geteuid()
 	if opts.EUID != nil {
@@ -509,50 +511,6 @@ func readLinkFile(p, prefix string) (string, error) {
 		return "", fmt.Errorf("%s does not hold one %spath line", p, prefix)
 	}
 	return rest, nil
-}
-
-// ProveLinked checks, from both sides, that path is a linked worktree git
-// made for the repository whose common git folder is common: path is
-// clean, absolute and reached without a link; path/.git is a regular file
-// naming an entry of common/worktrees that is a real folder; that entry's
-// gitdir names path/.git back. It returns the entry (the admin folder).
-// Forging this needs write access to path itself.
-func ProveLinked(common, path string) (string, error) {
-	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("%s: not proven a worktree of %s: %s", path, common, fmt.Sprintf(format, args...))
-	}
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return fail("not a clean absolute path")
-	}
-	if ok, why := realDir(path); !ok {
-		return fail("%s", why)
-	}
-	dotGit := filepath.Join(path, ".git")
-	target, err := readLinkFile(dotGit, "gitdir: ")
-	if err != nil {
-		return fail("%v", err)
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(path, target)
-	}
-	admin := filepath.Clean(target)
-	if filepath.Dir(admin) != filepath.Join(common, "worktrees") {
-		return fail("its .git names %s", admin)
-	}
-	if ok, why := realDir(admin); !ok {
-		return fail("its admin folder %s is %s", admin, why)
-	}
-	back, err := readLinkFile(filepath.Join(admin, "gitdir"), "")
-	if err != nil {
-		return fail("%v", err)
-	}
-	if !filepath.IsAbs(back) {
-		back = filepath.Join(admin, back)
-	}
-	if filepath.Clean(back) != dotGit {
-		return fail("%s/gitdir names %s", admin, back)
-	}
-	return admin, nil
 }
 
 // layouts adds the OpenHands persistence layouts found in the homes, in

@@ -32,8 +32,9 @@
 // Safety: a place that is a symbolic link, or reached through one, is not
 // followed (the Place says so); the walk below a place never enters a
 // link, a hidden folder or another mount. A worktree is reported only when
-// proven from both sides (ProveLinked: its .git file names an admin folder
-// of its repository, and that admin folder names it back), so an agent
+// proven from both sides (worktree.ProveLinked, the proof the worktree
+// backend acts on: its .git file names an admin folder of its repository,
+// and that admin folder names it back), so an agent
 // that writes its repository's .git cannot make discovery report a folder
 // someone else owns; a full clone is never a worktree.
 //

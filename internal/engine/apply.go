@@ -259,6 +259,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 					// Skipped or failed after the export: an archive
 					// nothing refers to would only take space.
 					e.dropExport(archive.ObjectBase(rt.Backend, rt.ID, p.CreatedAt), got)
+					e.abandonExport(b, rt, p.CreatedAt)
 				}
 			}()
 		case rt.Unsaved != "":
@@ -266,7 +267,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 
-	unlock, err := e.lockRuntime(rt.Key)
+	unlock, err := e.lockRuntime(ctx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Reason = plan.Skip, err.Error()
 		return r, nil
@@ -350,6 +351,13 @@ func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, e
 	s := w.Find(a.Key())
 	const changed = "changed since plan: "
 	if s == nil {
+		// A source that could not be listed says nothing about the
+		// runtime: that is a failure to look, not a runtime gone.
+		for _, pr := range w.Problems {
+			if pr.Backend == a.Backend && strings.HasPrefix(pr.Reason, "listing failed: ") {
+				return nil, "", fmt.Errorf("re-observe %s: %s", a.Key(), pr.Reason)
+			}
+		}
 		return nil, changed + "the runtime is gone", nil
 	}
 	rt := *s.Runtime

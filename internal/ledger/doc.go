@@ -3,9 +3,15 @@
 // archives, notices, and a journal of every action taken (DESIGN §2, §4).
 //
 // The record lives behind the [Store] interface. The embedded SQLite store is
-// in ledger/sqlite; a PostgreSQL store for fleets can be added later. Every
+// in ledger/sqlite, the PostgreSQL store of a fleet in ledger/postgres. Every
 // store must pass the conformance suite in ledger/ledgertest, which is the
 // executable form of this contract.
+//
+// Two more contracts come with sharing a ledger. A [Locker] keeps one
+// runtime still against every process using the ledger (ledger/filelock on
+// one host, an advisory lock in PostgreSQL); ledgertest.RunLocker is its
+// suite, across processes. A [Fencer] runs writes that commit only while a
+// leadership lease still holds a generation (package leader).
 //
 // # Concurrency
 //

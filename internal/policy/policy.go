@@ -263,7 +263,8 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 	case backend.StepCaches, backend.StepDependencies:
 		files := c.Caches
 		if r.Step == backend.StepDependencies {
-			files = c.Dependencies
+			files = backend.Shed(c.Dependencies)
+			reportKept(out, c)
 		}
 		switch {
 		case !c.Can.Files:
@@ -483,6 +484,20 @@ func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[back
 	return true
 }
 
+// reportKept lists, as skipped, each ignored folder of c the backend keeps
+// (not rebuildable), with why: the plan says what it leaves.
+func reportKept(out *Output, c *Candidate) {
+	for _, f := range c.Dependencies {
+		if f.Kept == "" {
+			continue
+		}
+		sk := Skip{c.Runtime.Key, backend.StepDependencies, "kept " + f.Path + ": " + f.Kept}
+		if !slices.Contains(out.Skipped, sk) {
+			out.Skipped = append(out.Skipped, sk)
+		}
+	}
+}
+
 // cannotRemove says why c cannot be removed safely; "" when it can.
 func cannotRemove(c *Candidate) string {
 	switch {
@@ -490,6 +505,8 @@ func cannotRemove(c *Candidate) string {
 		return "its backend cannot remove it"
 	case c.Runtime.Unsaved != "" && !c.Can.Export:
 		return "unsaved work (" + c.Runtime.Unsaved + ") and no way to archive it"
+	case c.Runtime.Unarchivable != "":
+		return "it holds what cannot be archived and restored exactly: " + c.Runtime.Unarchivable
 	}
 	return ""
 }
@@ -527,6 +544,10 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if c.Filesystem != fs.ID || !c.Can.Files || len(c.Dependencies) == 0 || acted[c.Runtime.Key] || !c.Runtime.State.Present() {
 				continue
 			}
+			reportKept(out, c)
+			if len(backend.Shed(c.Dependencies)) == 0 {
+				continue
+			}
 			if why := protection(c, in.Now); why != "" {
 				out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepDependencies, why})
 				continue
@@ -541,7 +562,7 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if fraction(used, avail) <= fs.Low {
 				break
 			}
-			a := filesAction(c, backend.StepDependencies, c.Dependencies,
+			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies),
 				fmt.Sprintf("%s is %.1f%% full, over disk_high %.0f%%; least recently active first", fs.Path, fs.Fraction*100, fs.High*100))
 			out.Actions = append(out.Actions, a)
 			give := min(uint64(a.Bytes), used)

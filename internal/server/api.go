@@ -287,6 +287,10 @@ func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("backend", "no configured source has backend %q", reg.Backend))
 		return
 	}
+	if err := a.d.checkReported(reg.Backend, reg.Id, append([]string{reg.Home}, reg.Workspaces...)); err != nil {
+		writeError(w, badRequest("", "%v", err))
+		return
+	}
 	k := ledger.Key{Backend: reg.Backend, ID: reg.Id}
 	now := time.Now().UTC()
 	rec, err := a.d.raw.Runtime(ctx, k)

@@ -51,6 +51,8 @@ type Options struct {
 	ActivityFlush time.Duration
 	// StopTimeout bounds a graceful stop; default 30s.
 	StopTimeout time.Duration
+	// HTTPLimits bound requests and connections (zero: the defaults).
+	HTTPLimits HTTPLimits
 }
 
 // setup is what a configuration makes; a reload replaces it whole.
@@ -169,7 +171,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		cfg := config.Default()
-		return cfg, cfg.Validate()
+		return cfg, cfg.ResolvePaths()
 	}
 	return config.Load(path)
 }
@@ -294,8 +296,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.closeAll()
 		return err
 	}
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+	ln = newLimitListener(ln, d.opts.HTTPLimits)
+	srv := d.httpServer(d.opts.HTTPLimits)
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	if d.opts.Signals {

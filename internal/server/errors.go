@@ -59,6 +59,8 @@ func writeError(w http.ResponseWriter, err error) {
 		ae = conflict("%v", err)
 	case errors.Is(err, backend.ErrBusy):
 		ae = locked("%v", err)
+	case errors.Is(err, ledger.ErrTimeRange):
+		ae = badRequest("", "%v", err)
 	default:
 		ae = &apiError{http.StatusInternalServerError, openapi.Internal, "", err.Error()}
 	}

@@ -137,3 +137,23 @@ func (d *Daemon) backendNames() []string {
 }
 
 func (d *Daemon) knowsBackend(name string) bool { return slices.Contains(d.backendNames(), name) }
+
+// checkReported refuses a registration whose id or folders no source of
+// its backend would list (backend.CheckReported): one source accepting it
+// is enough.
+func (d *Daemon) checkReported(backendName, id string, folders []string) error {
+	var first error
+	for _, s := range d.setupNow().sources {
+		if s.Backend.Name() != backendName {
+			continue
+		}
+		err := backend.CheckReported(s.Backend, id, folders)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

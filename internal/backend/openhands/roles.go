@@ -355,4 +355,5 @@ var (
 	_ backend.Restorer      = (*Backend)(nil)
 	_ backend.Locker        = (*Backend)(nil)
 	_ backend.Watcher       = (*Backend)(nil)
+	_ backend.Rooted        = (*Backend)(nil)
 )
