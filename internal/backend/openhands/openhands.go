@@ -26,7 +26,9 @@ import (
 )
 
 // Name is the backend's name in runtime keys.
-const Name = "openhands"
+// (OpenHands Cloud's sandboxes are the "openhands" backend, package
+// openhandscloud.)
+const Name = "openhands-server"
 
 // ID prefixes of the runtimes that are no conversation's folder.
 const (
