@@ -464,3 +464,34 @@ func TestOrphansAreSwept(t *testing.T) {
 		t.Errorf("a marker was written for the manifest without a folder: %v", err)
 	}
 }
+
+// TestVanishedConversation: a conversation whose manifest and folder went
+// behind reclaimer's back is not listed; deleting it is a no-op that writes
+// no marker, and suspending it is not found.
+func TestVanishedConversation(t *testing.T) {
+	a := newAgentServer(t)
+	id := a.create("")
+	a.run(id, time.Now().Add(-time.Hour))
+	b := newBackend(a)
+	rt := list(t, b)[id]
+	for _, p := range []string{a.l.ManifestPath(id), a.l.RunDir(id)} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := list(t, b)[id]; ok {
+		t.Error("a vanished conversation is listed")
+	}
+	ctx := testtree.Context(t)
+	for i := 0; i < 2; i++ {
+		if err := b.Delete(ctx, rt, backend.DeleteOptions{Discard: func(string) error { t.Fatal("discarded"); return nil }}); err != nil {
+			t.Fatalf("delete of a vanished conversation: %v", err)
+		}
+	}
+	if _, err := os.Lstat(a.l.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a marker was written for a conversation that is gone: %v", err)
+	}
+	if err := b.Suspend(ctx, rt, backend.SuspendOptions{}); !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("suspend of a vanished conversation = %v", err)
+	}
+}

@@ -85,6 +85,9 @@ func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, opts backend.
 		if err != nil {
 			return fmt.Errorf("suspend %s: %w", rt.Key, err)
 		}
+		if len(eng.ours[rt.ID]) == 0 && !b.exists(rt.ID) {
+			return fmt.Errorf("suspend %s: %w", rt.Key, backend.ErrNotFound)
+		}
 		for _, c := range eng.ours[rt.ID] {
 			if docker.Active(c.State) {
 				names = append(names, c.ID)
@@ -192,6 +195,11 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	if rt.Path != "" && !b.isRunFolder(rt) {
 		return fmt.Errorf("delete %s: %q is not its runtime folder %s: %w", rt.Key, rt.Path, l.RunDir(rt.ID), backend.ErrProtected)
 	}
+	if !b.exists(rt.ID) {
+		// Neither manifest nor folder: no conversation to mark archived;
+		// its containers, if any are left, go.
+		return b.removeStopped(ctx, rt)
+	}
 	created, err := l.writeMarker(rt.ID, b.opts.Now())
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", rt.Key, err)
@@ -227,6 +235,35 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	}
 	if err := opts.Discard(dir); err != nil {
 		return fmt.Errorf("delete %s: the archive marker is written, but: %w", rt.Key, err)
+	}
+	return nil
+}
+
+// exists tells whether conversation id has a manifest or a runtime folder.
+func (b *Backend) exists(id string) bool {
+	l := b.opts.Layout
+	for _, p := range []string{l.ManifestPath(id), l.RunDir(id)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// removeStopped removes the conversation's stopped containers; a running
+// one is ErrBusy.
+func (b *Backend) removeStopped(ctx context.Context, rt backend.Runtime) error {
+	eng, err := b.readEngine(ctx)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", rt.Key, err)
+	}
+	for _, c := range eng.ours[rt.ID] {
+		if docker.Active(c.State) {
+			return fmt.Errorf("delete %s: container %s is %s: %w", rt.Key, c.Name, c.State, backend.ErrBusy)
+		}
+		if err := b.opts.Client.Remove(ctx, c.ID); err != nil && !dockerclient.IsNotFound(err) {
+			return fmt.Errorf("delete %s: %w", rt.Key, err)
+		}
 	}
 	return nil
 }
