@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,11 +111,11 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 	}
 
 	// Errors: an unknown runtime is a usage error; a wrong token fails.
-	if _, errOut, code := run(t, remote("pin", "nope")...); code != 2 || !strings.Contains(errOut, "404") {
+	if _, errOut, code := run(t, remote("pin", "nope")...); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("unknown runtime: exit %d %s", code, errOut)
 	}
 	write(t, filepath.Join(dir, "wrong"), "not-the-token-at-all")
-	if _, errOut, code := run(t, "--server", url, "--token-file", filepath.Join(dir, "wrong"), "ls"); code != 1 || !strings.Contains(errOut, "401") {
+	if _, errOut, code := run(t, "--server", url, "--token-file", filepath.Join(dir, "wrong"), "ls"); code != 2 || !strings.Contains(errOut, "401") {
 		t.Fatalf("wrong token: exit %d %s", code, errOut)
 	}
 	// delete removes through the daemon (archived first: a run folder holds work).
@@ -129,8 +128,9 @@ func TestCommandsAgainstDaemon(t *testing.T) {
 	if exists(filepath.Join(runs, "run2")) {
 		t.Fatal("run2 still there")
 	}
-	if _, errOut, code := run(t, remote("restore", "run2")...); code != 2 || !slices.Contains(strings.Fields(errOut), "restore") {
-		t.Fatalf("restore with --server: exit %d %s", code, errOut)
+	// restore through the daemon: it runs on the daemon's host.
+	if out := runOK(t, remote("restore", "run2")...); !strings.Contains(out, "restored dir/run2") || !exists(filepath.Join(runs, "run2", "persistence", "notes")) {
+		t.Fatalf("restore with --server: %s", out)
 	}
 }
 

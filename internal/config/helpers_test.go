@@ -25,8 +25,6 @@ func setEUID(t *testing.T, uid int) {
 	t.Cleanup(func() { geteuid = old })
 }
 
-const testState = "/home/tester/.local/state/reclaimer"
-
 // writeConfig writes doc to a file in a fresh temporary folder.
 func writeConfig(t *testing.T, doc string) string {
 	t.Helper()
@@ -41,19 +39,10 @@ func writeConfig(t *testing.T, doc string) string {
 func loadDoc(t *testing.T, doc string) (*Config, string, error) {
 	t.Helper()
 	path := writeConfig(t, doc)
-	c, err := Load(path)
+	c, err := Load(path, nil)
 	return c, path, err
 }
 
-// mustLoad loads doc and fails the test on error.
-func mustLoad(t *testing.T, doc string) *Config {
-	t.Helper()
-	c, _, err := loadDoc(t, doc)
-	if err != nil {
-		t.Fatalf("Load: %v\n%s", err, doc)
-	}
-	return c
-}
 
 // problems flattens err into its *Errors, failing the test on anything
 // else.
@@ -106,6 +95,5 @@ func checkProblems(t *testing.T, err error, file string, want ...problem) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,10 +21,19 @@ import (
 
 // Source is one configured source of runtimes.
 type Source struct {
-	// Name identifies the source in output, e.g. "worktrees[0]".
-	Name     string
+	// Name is the source's stable name: every runtime key it lists
+	// carries it (backend.Key.Source).
+	Name string
+	// Label names the source as its table was written, for messages:
+	// `[[worktrees]] repo = "/x"`. Default: Name.
+	Label string
+	// Kind is the source's table ("worktrees"); informational.
+	Kind     string
 	Backend  backend.Backend
 	Settings policy.Settings
+	// ListTimeout bounds one listing of the source, retries included; past
+	// it the source is a problem of the pass. 0: no bound but ctx's.
+	ListTimeout time.Duration
 }
 
 // BusyFunc tells, for each path, why it is busy ("" or absent: not busy).
@@ -69,6 +79,7 @@ type Engine struct {
 
 // New checks opts and returns an Engine.
 func New(opts Options) (*Engine, error) {
+	opts.Sources = slices.Clone(opts.Sources)
 	if opts.Ledger == nil {
 		return nil, errors.New("new engine: no ledger")
 	}
@@ -76,9 +87,13 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("new engine: no state folder")
 	}
 	names := map[string]bool{}
-	for _, s := range opts.Sources {
+	for i := range opts.Sources {
+		s := &opts.Sources[i]
 		if s.Backend == nil || s.Name == "" {
 			return nil, fmt.Errorf("new engine: source %q has no backend", s.Name)
+		}
+		if s.Label == "" {
+			s.Label = s.Name
 		}
 		if names[s.Name] {
 			return nil, fmt.Errorf("new engine: two sources named %q", s.Name)
@@ -112,6 +127,22 @@ func New(opts Options) (*Engine, error) {
 	}
 	return &Engine{opts: opts, log: opts.Logger, trashes: map[string]*trash.Trash{}, purged: map[string]chan int64{}, early: map[string]int64{}}, nil
 }
+
+// Sources are the engine's sources.
+func (e *Engine) Sources() []Source { return e.opts.Sources }
+
+// Source returns the source named name.
+func (e *Engine) Source(name string) (*Source, bool) {
+	for i := range e.opts.Sources {
+		if e.opts.Sources[i].Name == name {
+			return &e.opts.Sources[i], true
+		}
+	}
+	return nil, false
+}
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.opts.Now() }
 
 // Close stops the trash purgers; what is left is purged at the next start.
 func (e *Engine) Close() error {
@@ -222,9 +253,4 @@ func (e *Engine) PurgeLeftovers(w *World) {
 			e.log.Warn("open trash", "root", rt.Root, "err", err)
 		}
 	}
-}
-
-func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
-func fromLedgerKey(k ledger.Key) backend.Key {
-	return backend.Key{Backend: k.Backend, ID: k.ID}
 }

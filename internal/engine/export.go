@@ -91,7 +91,7 @@ func (e *Engine) dropExport(base string, exp backend.Export) {
 // recordFailure adds a "failed" notice for a destructive action that
 // failed: the runtime stays, and whoever watches notices learns why.
 func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
-	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: toLedgerKey(a.Key()), Kind: "failed", Step: string(a.Step),
+	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step),
 		At: e.opts.Now().UTC(), Message: reason})
 	if err != nil {
 		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
@@ -114,13 +114,18 @@ func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planI
 	}
 	base := archive.ObjectBase(k.Backend, k.ID, at)
 	manifest := archive.ManifestName(base)
-	recorded, err := e.opts.Ledger.ListArchives(ctx, toLedgerKey(k))
-	if err != nil {
-		return
-	}
-	for _, a := range recorded {
-		if a.Location == e.opts.Sink.URL(manifest) {
+	// The archives recorded of the runtime, under its key and under the
+	// key it had before keys carried their source: either may be the only
+	// copy of its work.
+	for _, key := range []backend.Key{k, {Backend: k.Backend, ID: k.ID}} {
+		recorded, err := e.opts.Ledger.ListArchives(ctx, key)
+		if err != nil {
 			return
+		}
+		for _, a := range recorded {
+			if a.Location == e.opts.Sink.URL(manifest) {
+				return
+			}
 		}
 	}
 	exp := backend.Export{}

@@ -20,7 +20,7 @@ import (
 // goroutines of one process exclude each other too). It does not wait: a
 // runtime another pass is acting on is skipped, not queued.
 func (e *Engine) lockRuntime(k backend.Key) (unlock func(), err error) {
-	sum := sha256.Sum256([]byte(k.String()))
+	sum := sha256.Sum256([]byte(k.Unique()))
 	path := filepath.Join(e.opts.StateDir, "locks", hex.EncodeToString(sum[:12])+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {

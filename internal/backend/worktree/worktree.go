@@ -62,7 +62,13 @@ func contains(ids []string, id string) bool {
 
 func (b *Backend) find(ctx context.Context) ([]found, error) {
 	if b.Repo != "" {
+		if err := local.Folder("repository", b.Repo); err != nil {
+			return nil, err
+		}
 		return b.fromRepo(ctx, b.Repo, "")
+	}
+	if err := local.Folder("folder", b.Root); err != nil {
+		return nil, err
 	}
 	// Every linked worktree (a folder whose .git is a file) up to three
 	// levels below the root.
@@ -94,7 +100,7 @@ func (b *Backend) find(ctx context.Context) ([]found, error) {
 func (b *Backend) fromRepo(ctx context.Context, repo, within string) ([]found, error) {
 	wts, err := b.Git.Worktrees(ctx, repo)
 	if err != nil {
-		return nil, fmt.Errorf("list worktrees of %s: %w", repo, err)
+		return nil, err // it names the repository already
 	}
 	var out []found
 	for i, wt := range wts {

@@ -1,9 +1,10 @@
-package config
+package sources
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,54 +12,52 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pelletier/go-toml/v2"
 )
 
 func TestLoadExample(t *testing.T) {
 	testEnv(t)
-	c, err := Load("testdata/example.toml")
+	c, err := Load(example)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Ledger.Path != "/var/lib/reclaimer/ledger.db" || c.Archive.Dir != "/var/lib/reclaimer/archives" {
 		t.Errorf("ledger %q, archive %q", c.Ledger.Path, c.Archive.Dir)
 	}
-	wantPolicy := PolicyOverrides{
+	wantPolicy := config.PolicyOverrides{
 		CacheDirs:      []string{".cache", ".npm", ".cargo/registry"},
-		DiskHigh:       ptr[Fraction](0.85),
-		DiskLow:        ptr[Fraction](0.80),
-		Retention:      ptr(Duration(days(14))),
-		Grace:          ptr(Duration(36 * time.Hour)),
-		IdleSuspend:    ptr(Duration(20 * time.Minute)),
-		MaxLifetime:    ptr(Duration(12 * time.Hour)),
+		DiskHigh:       ptr[config.Fraction](0.85),
+		DiskLow:        ptr[config.Fraction](0.80),
+		Retention:      ptr(config.Duration(days(14))),
+		Grace:          ptr(config.Duration(36 * time.Hour)),
+		IdleSuspend:    ptr(config.Duration(20 * time.Minute)),
+		MaxLifetime:    ptr(config.Duration(12 * time.Hour)),
 		RegisteredOnly: ptr(false),
 	}
 	if !reflect.DeepEqual(c.Policy, wantPolicy) {
 		t.Errorf("policy:\n got  %s\n want %s", dump(c.Policy), dump(wantPolicy))
 	}
-	wantWorktrees := []WorktreeSource{
-		{Repo: "/home/me/project", PolicyOverrides: PolicyOverrides{Retention: ptr(Duration(days(3)))}},
-		{Root: "/srv/agents/worktrees", PolicyOverrides: PolicyOverrides{Retention: ptr(Duration(0)), DiskHigh: ptr(Fraction(0))}},
+	wantWorktrees := []WorktreesTable{
+		{Repo: "/home/me/project", SourceBase: config.SourceBase{PolicyOverrides: config.PolicyOverrides{Retention: ptr(config.Duration(days(3)))}}},
+		{Root: "/srv/agents/worktrees", SourceBase: config.SourceBase{PolicyOverrides: config.PolicyOverrides{Retention: ptr(config.Duration(0)), DiskHigh: ptr(config.Fraction(0))}}},
 	}
-	if !reflect.DeepEqual(c.Worktrees, wantWorktrees) {
-		t.Errorf("worktrees:\n got  %+v\n want %+v", c.Worktrees, wantWorktrees)
+	if got := tables[*WorktreesTable](c); len(got) != 2 || !reflect.DeepEqual(*got[0], wantWorktrees[0]) || !reflect.DeepEqual(*got[1], wantWorktrees[1]) {
+		t.Errorf("worktrees:\n got  %+v\n want %+v", got, wantWorktrees)
 	}
-	wantDirs := []DirSource{{
+	wantDirs := []DirsTable{{
 		Root:       "/srv/agents/runs",
 		Home:       "persistence",
 		Workspaces: []string{"workspace", "shared/out"},
-		PolicyOverrides: PolicyOverrides{
-			DiskHigh:       ptr[Fraction](0.9),
+		SourceBase: config.SourceBase{PolicyOverrides: config.PolicyOverrides{
+			DiskHigh:       ptr[config.Fraction](0.9),
 			CacheDirs:      []string{".cache", ".npm", ".gradle/caches"},
 			RegisteredOnly: ptr(true),
-		},
+		}},
 	}}
-	if !reflect.DeepEqual(c.Dirs, wantDirs) {
-		t.Errorf("dirs:\n got  %+v\n want %+v", c.Dirs, wantDirs)
+	if got := tables[*DirsTable](c); len(got) != 1 || !reflect.DeepEqual(*got[0], wantDirs[0]) {
+		t.Errorf("dirs:\n got  %+v\n want %+v", got, wantDirs)
 	}
 
-	global := Policy{
+	global := policy.Settings{
 		CacheDirs: []string{".cache", ".npm", ".cargo/registry"},
 		DiskHigh:  0.85, DiskLow: 0.80,
 		Retention: days(14), Grace: 36 * time.Hour, IdleSuspend: 20 * time.Minute, MaxLifetime: 12 * time.Hour,
@@ -71,23 +70,23 @@ func TestLoadExample(t *testing.T) {
 	dirs.DiskHigh, dirs.DiskLow = 0.9, 0.85
 	dirs.CacheDirs = []string{".cache", ".npm", ".gradle/caches"}
 	dirs.RegisteredOnly = true
-	wantServer := ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
+	wantServer := config.ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
 		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second}
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}
-	wantNotify := []Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
+	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
 	if !reflect.DeepEqual(c.Notify, wantNotify) {
 		t.Errorf("notify:\n got  %+v\n want %+v", c.Notify, wantNotify)
 	}
 	for _, tt := range []struct {
-		src  Source
-		want Policy
+		src  config.Table
+		want policy.Settings
 	}{
 		{nil, global},
-		{c.Worktrees[0], repo},
-		{&c.Worktrees[1], root},
-		{c.Dirs[0], dirs},
+		{tables[*WorktreesTable](c)[0], repo},
+		{tables[*WorktreesTable](c)[1], root},
+		{tables[*DirsTable](c)[0], dirs},
 	} {
 		if got := c.PolicyFor(tt.src); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("PolicyFor(%v):\n got  %+v\n want %+v", tt.src, got, tt.want)
@@ -96,7 +95,7 @@ func TestLoadExample(t *testing.T) {
 }
 
 // dump prints overrides with the pointers followed.
-func dump(o PolicyOverrides) string {
+func dump(o config.PolicyOverrides) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cache_dirs=%q", o.CacheDirs)
 	for _, f := range []struct {
@@ -153,52 +152,51 @@ idle_suspend = "2m"
 max_lifetime = "3h"
 `
 	c := mustLoad(t, doc)
-	want := &Config{
-		Ledger:  Ledger{Path: "/data/ledger.db"},
-		Archive: Archive{Dir: "/data/archives"},
-		Policy: PolicyOverrides{
-			CacheDirs: []string{"c1", "c2/sub"},
-			DiskHigh:  ptr[Fraction](0.9), DiskLow: ptr[Fraction](0.7),
-			Retention: ptr(Duration(days(7))), Grace: ptr(Duration(90 * time.Minute)),
-			IdleSuspend: ptr(Duration(30 * time.Second)), MaxLifetime: ptr(Duration(36 * time.Hour)),
-		},
-		Worktrees: []WorktreeSource{
-			{Repo: "/r", PolicyOverrides: PolicyOverrides{
-				CacheDirs: []string{},
-				DiskHigh:  ptr[Fraction](0.95), DiskLow: ptr[Fraction](0.5),
-				Retention: ptr(Duration(days(2))), Grace: ptr(Duration(0)),
-				IdleSuspend: ptr(Duration(time.Hour)), MaxLifetime: ptr(Duration(0)),
-			}},
-			{Root: "/w"},
-		},
-		Dirs: []DirSource{{
-			Root: "/d", Home: "h", Workspaces: []string{"a", "b/c", "."},
-			PolicyOverrides: PolicyOverrides{
-				CacheDirs: []string{".x"}, DiskHigh: ptr[Fraction](0.6),
-				Retention: ptr(Duration(0)), Grace: ptr(Duration(time.Second)),
-				IdleSuspend: ptr(Duration(2 * time.Minute)), MaxLifetime: ptr(Duration(3 * time.Hour)),
-			},
-		}},
+	wantLedger, wantArchive := config.Ledger{Path: "/data/ledger.db"}, config.Archive{Dir: "/data/archives"}
+	wantPolicy := config.PolicyOverrides{
+		CacheDirs: []string{"c1", "c2/sub"},
+		DiskHigh:  ptr[config.Fraction](0.9), DiskLow: ptr[config.Fraction](0.7),
+		Retention: ptr(config.Duration(days(7))), Grace: ptr(config.Duration(90 * time.Minute)),
+		IdleSuspend: ptr(config.Duration(30 * time.Second)), MaxLifetime: ptr(config.Duration(36 * time.Hour)),
 	}
-	want.name, want.lines = c.name, c.lines
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("got  %+v\nwant %+v", *c, *want)
+	wantWorktrees := []WorktreesTable{
+		{Repo: "/r", SourceBase: config.SourceBase{PolicyOverrides: config.PolicyOverrides{
+			CacheDirs: []string{},
+			DiskHigh:  ptr[config.Fraction](0.95), DiskLow: ptr[config.Fraction](0.5),
+			Retention: ptr(config.Duration(days(2))), Grace: ptr(config.Duration(0)),
+			IdleSuspend: ptr(config.Duration(time.Hour)), MaxLifetime: ptr(config.Duration(0)),
+		}}},
+		{Root: "/w"},
+	}
+	wantDirs := []DirsTable{{
+		Root: "/d", Home: "h", Workspaces: []string{"a", "b/c", "."},
+		SourceBase: config.SourceBase{PolicyOverrides: config.PolicyOverrides{
+			CacheDirs: []string{".x"}, DiskHigh: ptr[config.Fraction](0.6),
+			Retention: ptr(config.Duration(0)), Grace: ptr(config.Duration(time.Second)),
+			IdleSuspend: ptr(config.Duration(2 * time.Minute)), MaxLifetime: ptr(config.Duration(3 * time.Hour)),
+		}},
+	}}
+	wts, dirs := tables[*WorktreesTable](c), tables[*DirsTable](c)
+	if c.Ledger != wantLedger || !reflect.DeepEqual(c.Archive, wantArchive) || !reflect.DeepEqual(c.Policy, wantPolicy) ||
+		len(wts) != 2 || !reflect.DeepEqual(*wts[0], wantWorktrees[0]) || !reflect.DeepEqual(*wts[1], wantWorktrees[1]) ||
+		len(dirs) != 1 || !reflect.DeepEqual(*dirs[0], wantDirs[0]) || len(c.Sources) != 3 {
+		t.Errorf("got  %+v\nwant %+v %+v %+v", *c, wantPolicy, wantWorktrees, wantDirs)
 	}
 
 	for _, tt := range []struct {
 		name string
-		src  Source
-		want Policy
+		src  config.Table
+		want policy.Settings
 	}{
-		{"worktrees[0]", c.Worktrees[0], Policy{
+		{"worktrees[0]", wts[0], policy.Settings{
 			CacheDirs: []string{}, DiskHigh: 0.95, DiskLow: 0.5,
 			Retention: days(2), Grace: 0, IdleSuspend: time.Hour, MaxLifetime: 0,
 		}},
-		{"worktrees[1]", c.Worktrees[1], Policy{
+		{"worktrees[1]", wts[1], policy.Settings{
 			CacheDirs: []string{"c1", "c2/sub"}, DiskHigh: 0.9, DiskLow: 0.7,
 			Retention: days(7), Grace: 90 * time.Minute, IdleSuspend: 30 * time.Second, MaxLifetime: 36 * time.Hour,
 		}},
-		{"dirs[0]", c.Dirs[0], Policy{
+		{"dirs[0]", dirs[0], policy.Settings{
 			CacheDirs: []string{".x"}, DiskHigh: 0.6, DiskLow: 0.55,
 			Retention: 0, Grace: time.Second, IdleSuspend: 2 * time.Minute, MaxLifetime: 3 * time.Hour,
 		}},
@@ -213,7 +211,7 @@ max_lifetime = "3h"
 		"ledger": 2, "ledger.path": 3, "policy.disk_low": 8, "worktrees[0]": 17,
 		"worktrees[0].max_lifetime": 25, "worktrees[1].root": 28, "dirs[0]": 30, "dirs[0].max_lifetime": 39,
 	} {
-		if got := c.lineOf(key); got != line {
+		if got := c.Line(key); got != line {
 			t.Errorf("lineOf(%q) = %d; want %d", key, got, line)
 		}
 	}
@@ -227,7 +225,7 @@ policy.retention = "3d"
 policy = { }
 `
 	_, path, err := loadDoc(t, doc)
-	var e *Error
+	var e *config.Error
 	if !errors.As(err, &e) || e.File != path || e.Line != 3 || e.Column != 1 || e.Key != "policy" {
 		t.Errorf("redefined policy: got %v; want an error at 3:1", err)
 	}
@@ -238,13 +236,14 @@ archive = { dir = "/a" }
 worktrees = [ { repo = "/r", grace = "1h" }, { root = "/w" } ]
 dirs = [ { root = "/d", workspaces = [ "ws" ] } ]
 `)
-	if *c.Policy.Retention != Duration(days(3)) || c.Archive.Dir != "/a" ||
-		len(c.Worktrees) != 2 || c.Worktrees[0].Repo != "/r" || *c.Worktrees[0].Grace != Duration(time.Hour) ||
-		c.Worktrees[1].Root != "/w" || len(c.Dirs) != 1 || c.Dirs[0].Workspaces[0] != "ws" {
+	wts, dirs := tables[*WorktreesTable](c), tables[*DirsTable](c)
+	if *c.Policy.Retention != config.Duration(days(3)) || c.Archive.Dir != "/a" ||
+		len(wts) != 2 || wts[0].Repo != "/r" || *wts[0].Grace != config.Duration(time.Hour) ||
+		wts[1].Root != "/w" || len(dirs) != 1 || dirs[0].Workspaces[0] != "ws" {
 		t.Errorf("got %+v", c)
 	}
-	if c.lineOf("worktrees[1].root") != 4 || c.lineOf("worktrees[1]") != 4 {
-		t.Errorf("lines: worktrees[1] at %d, its root at %d; want 4", c.lineOf("worktrees[1]"), c.lineOf("worktrees[1].root"))
+	if c.Line("worktrees[1].root") != 4 || c.Line("worktrees[1]") != 4 {
+		t.Errorf("lines: worktrees[1] at %d, its root at %d; want 4", c.Line("worktrees[1]"), c.Line("worktrees[1].root"))
 	}
 }
 
@@ -413,105 +412,56 @@ func TestLoadFileErrors(t *testing.T) {
 	testEnv(t)
 	missing := filepath.Join(t.TempDir(), "missing.toml")
 	_, err := Load(missing)
-	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
-		t.Errorf("missing file: got %v; want fs.ErrNotExist, not ErrInvalid", err)
+	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, config.ErrInvalid) {
+		t.Errorf("missing file: got %v; want fs.ErrNotExist, not config.ErrInvalid", err)
 	}
 	if !strings.HasPrefix(fmt.Sprint(err), "load config: ") {
 		t.Errorf("missing file: got %q", err)
 	}
 
-	big := writeConfig(t, "# "+strings.Repeat("x", maxFileSize)+"\n")
+	big := writeConfig(t, "# "+strings.Repeat("x", 1<<20)+"\n")
 	_, err = Load(big)
 	checkProblems(t, err, big, problem{0, "", "larger than 1048576 bytes"})
 
 	empty := writeConfig(t, "")
 	c, err := Load(empty)
 	if err != nil || c.Ledger.Path != testState+"/ledger.db" || c.Archive.Dir != testState+"/archives" ||
-		len(c.Worktrees)+len(c.Dirs) != 0 {
+		len(c.Sources) != 0 {
 		t.Errorf("empty file: got %+v, %v", c, err)
 	}
 }
 
-// TestDecoderErrors checks the second line of defence: errors of go-toml's
-// strict decoder, for documents the scanner let through, become *Errors
-// naming the key and line.
-func TestDecoderErrors(t *testing.T) {
-	testEnv(t)
-	doc := []byte("[policy]\nretention = \"1d\"\n\n[[worktrees]]\nrepo = \"/r\"\nretain = 1\n")
-	s := newScanner(doc, "f.toml")
-	s.scan()
-	s.errs, s.unknown = nil, map[string]bool{} // pretend the scanner missed the unknown key
-
-	var c Config
-	dec := toml.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&c)
-	var strict *toml.StrictMissingError
-	if !errors.As(err, &strict) {
-		t.Fatalf("go-toml: got %v; want a StrictMissingError", err)
-	}
-	s.convert(err)
-	checkProblems(t, joinErrors(s.errs), "f.toml",
-		problem{6, "worktrees[0].retain", `unknown key "retain" in worktrees[0]`})
-
-	// A type error as go-toml reports it.
-	doc = []byte("[policy]\n\ndisk_high = [1]\n")
-	s = newScanner(doc, "f.toml")
-	s.scan()
-	s.errs, s.unknown = nil, map[string]bool{}
-	err = toml.Unmarshal(doc, &c)
-	s.convert(err)
-	got := problems(t, joinErrors(s.errs))
-	if len(got) != 1 || got[0].Line != 3 || got[0].Key != "policy.disk_high" || got[0].Column == 0 ||
-		!strings.Contains(got[0].Msg, "cannot decode TOML") {
-		t.Errorf("got %v", joinErrors(s.errs))
-	}
-
-	// Anything else keeps its message.
-	s.errs = nil
-	s.convert(errors.New("toml: something odd"))
-	checkProblems(t, joinErrors(s.errs), "f.toml", problem{0, "", "something odd"})
-}
-
-func TestErrorString(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		e    Error
-		want string
-	}{
-		{Error{File: "/etc/r.toml", Line: 12, Key: "worktrees[1].retention", Msg: "bad"}, "config /etc/r.toml:12: worktrees[1].retention: bad"},
-		{Error{File: "/etc/r.toml", Line: 2, Column: 13, Msg: "unexpected"}, "config /etc/r.toml:2:13: unexpected"},
-		{Error{File: "/etc/r.toml", Key: "ledger.path", Msg: "bad"}, "config /etc/r.toml: ledger.path: bad"},
-		{Error{Key: "dirs[0].root", Msg: "bad"}, "config: dirs[0].root: bad"},
-		{Error{Line: 3, Key: "policy.x", Msg: `unknown key "x" in [policy]`, keyInMsg: true}, `config line 3: unknown key "x" in [policy]`},
-	}
-	for _, tt := range tests {
-		if got := tt.e.Error(); got != tt.want {
-			t.Errorf("got  %q\nwant %q", got, tt.want)
-		}
-		if !errors.Is(&tt.e, ErrInvalid) {
-			t.Errorf("%q does not match ErrInvalid", tt.want)
-		}
-	}
-}
-
 func TestExampleIsComplete(t *testing.T) {
-	// Every key the schema knows appears in the example; policy keys at
-	// least in [policy].
-	data, err := os.ReadFile("testdata/example.toml")
+	// Every key the schema knows appears in the example (every kind's
+	// among them); policy keys at least in [policy].
+	data, err := os.ReadFile(example)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScanner(data, "example.toml")
-	s.scan()
-	seen := map[string]bool{}
-	for _, e := range s.entries {
-		seen[e.path.norm()] = true
+	written, err := config.KeysOf(data, ConfigKinds())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for key, kind := range schema().kinds {
+	seen := map[string]bool{}
+	for _, k := range written {
+		seen[k] = true
+	}
+	// The keys every source has: in one source table at least.
+	common := map[string]bool{}
+	for _, k := range written {
+		if _, leaf, ok := strings.Cut(k, "[]."); ok && (leaf == "name" || leaf == "list_timeout") {
+			common[leaf] = true
+		}
+	}
+	for _, key := range config.Keys(ConfigKinds()) {
 		_, leaf, _ := strings.Cut(key, "[].")
-		if !seen[key] && !(kind == kindTables && seen[key+"[]"]) && !(leaf != "" && seen["policy."+leaf]) {
-			t.Errorf("testdata/example.toml lacks %s", key)
+		if !seen[key] && !(config.IsTables(ConfigKinds(), key) && seen[key+"[]"]) && !(leaf != "" && seen["policy."+leaf]) && !common[leaf] {
+			t.Errorf("%s lacks %s", example, key)
+		}
+	}
+	for _, leaf := range []string{"name", "list_timeout"} {
+		if !common[leaf] {
+			t.Errorf("%s shows %s in no source table", example, leaf)
 		}
 	}
 }

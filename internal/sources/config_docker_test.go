@@ -1,4 +1,4 @@
-package config
+package sources
 
 import (
 	"maps"
@@ -22,19 +22,20 @@ openhands_execution_scope = "exec"
 [docker.labels]
 "extra.label" = "1"
 `)
-	if len(c.Docker) != 2 {
-		t.Fatalf("%d docker sources", len(c.Docker))
+	dockers := tables[*DockerTable](c)
+	if len(dockers) != 2 {
+		t.Fatalf("%d docker sources", len(dockers))
 	}
-	d := c.Docker[0]
+	d := dockers[0]
 	if !maps.Equal(d.Selector(), map[string]string{"reclaimer.scope": "abc", "team": "x"}) || d.Home != "/var/openhands/.openhands" ||
 		len(d.Roots) != 1 || d.Roots[0] != "/home/tester/runtime-data" {
 		t.Errorf("first source: %+v", d)
 	}
-	if got := c.PolicyFor(&c.Docker[0]).Retention; got != 2*time.Hour {
+	if got := c.PolicyFor(dockers[0]).Retention; got != 2*time.Hour {
 		t.Errorf("retention %v, want the source's 2h", got)
 	}
 	want := map[string]string{OpenHandsRuntimeOwnerLabel: "own", OpenHandsExecutionScopeLabel: "exec", "extra.label": "1"}
-	if got := c.Docker[1].Selector(); !maps.Equal(got, want) {
+	if got := dockers[1].Selector(); !maps.Equal(got, want) {
 		t.Errorf("presets: %v, want %v", got, want)
 	}
 }

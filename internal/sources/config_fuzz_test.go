@@ -1,17 +1,18 @@
-package config
+package sources
 
 import (
 	"errors"
+	"github.com/reclaimer/reclaimer/internal/config"
 	"os"
 	"strings"
 	"testing"
 )
 
 // FuzzParse checks that Parse never panics, that every error it returns is
-// about the content (ErrInvalid) and names a line inside the document, and
+// about the content (config.ErrInvalid) and names a line inside the document, and
 // that what it accepts validates again.
 func FuzzParse(f *testing.F) {
-	example, err := os.ReadFile("testdata/example.toml")
+	example, err := os.ReadFile(example)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -37,11 +38,11 @@ func FuzzParse(f *testing.F) {
 			if c != nil {
 				t.Fatalf("Parse returned a Config and %v", err)
 			}
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error %q does not match ErrInvalid", err)
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("error %q does not match config.ErrInvalid", err)
 			}
 			lines := strings.Count(doc, "\n") + 1
-			var ce *Error
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Line > lines || ce.File != "fuzz.toml" {
 				t.Fatalf("error %q names line %d of a %d-line document", err, ce.Line, lines)
 			}
@@ -50,10 +51,10 @@ func FuzzParse(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("Parse accepted a Config that Validate rejects: %v", err)
 		}
-		for _, s := range c.sources() {
-			p := c.PolicyFor(s.src)
+		for _, s := range c.Sources {
+			p := c.PolicyFor(s.Table)
 			if p.DiskHigh != 0 && !(p.DiskLow > 0 && p.DiskLow < p.DiskHigh && p.DiskHigh < 1) {
-				t.Fatalf("%s: watermarks %v/%v", s.key, p.DiskHigh, p.DiskLow)
+				t.Fatalf("%s: watermarks %v/%v", s.Key(), p.DiskHigh, p.DiskLow)
 			}
 		}
 	})

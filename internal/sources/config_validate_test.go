@@ -1,6 +1,9 @@
-package config
+package sources
 
 import (
+	"errors"
+	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +93,7 @@ func TestDiskWatermarks(t *testing.T) {
 			if tt.noSource {
 				return
 			}
-			if p := c.PolicyFor(c.Dirs[0]); p.DiskHigh != tt.srcHigh || p.DiskLow != tt.srcLow {
+			if p := c.PolicyFor(tables[*DirsTable](c)[0]); p.DiskHigh != tt.srcHigh || p.DiskLow != tt.srcLow {
 				t.Errorf("source: high %v low %v; want %v %v", p.DiskHigh, p.DiskLow, tt.srcHigh, tt.srcLow)
 			}
 		})
@@ -129,7 +132,7 @@ func TestDurationKeys(t *testing.T) {
 				t.Errorf("%s = %s: %v", key, tt.value, err)
 				continue
 			}
-			p := c.PolicyFor(c.Dirs[0])
+			p := c.PolicyFor(tables[*DirsTable](c)[0])
 			got := map[string]time.Duration{
 				"retention": p.Retention, "grace": p.Grace, "idle_suspend": p.IdleSuspend, "max_lifetime": p.MaxLifetime,
 			}
@@ -243,11 +246,12 @@ home = "~"
 	checkProblems(t, err, path, problem{12, "dirs[0].home", `"~": write the path relative to the runtime folder, without ~`})
 
 	c := mustLoad(t, strings.Replace(doc, "home = \"~\"\n", "", 1))
+	wts, dirs := tables[*WorktreesTable](c), tables[*DirsTable](c)
 	if c.Ledger.Path != "/home/tester/state/ledger.db" || c.Archive.Dir != "/home/tester" ||
-		c.Worktrees[0].Repo != "/home/tester/src/project" || c.Worktrees[1].Root != "/srv/wt" ||
-		c.Dirs[0].Root != "/home/tester/runs" {
+		wts[0].Repo != "/home/tester/src/project" || wts[1].Root != "/srv/wt" ||
+		dirs[0].Root != "/home/tester/runs" {
 		t.Errorf("got ledger %q archive %q repo %q root %q dirs %q",
-			c.Ledger.Path, c.Archive.Dir, c.Worktrees[0].Repo, c.Worktrees[1].Root, c.Dirs[0].Root)
+			c.Ledger.Path, c.Archive.Dir, wts[0].Repo, wts[1].Root, dirs[0].Root)
 	}
 
 	_, path, err = loadDoc(t, "[[dirs]]\nroot = \"~bob/runs\"\n")
@@ -275,9 +279,9 @@ func TestStateDir(t *testing.T) {
 			setEUID(t, tt.uid)
 			t.Setenv("XDG_STATE_HOME", tt.xdg)
 			t.Setenv("HOME", tt.home)
-			got, err := StateDir()
+			got, err := config.StateDir()
 			if got != tt.want || (err != nil) != (tt.want == "") {
-				t.Errorf("StateDir() = %q, %v; want %q", got, err, tt.want)
+				t.Errorf("config.StateDir() = %q, %v; want %q", got, err, tt.want)
 			}
 			c, path, err := loadDoc(t, "[policy]\n")
 			if tt.want == "" {
@@ -292,7 +296,7 @@ func TestStateDir(t *testing.T) {
 			if c.Ledger.Path != tt.want+"/ledger.db" || c.Archive.Dir != tt.want+"/archives" {
 				t.Errorf("ledger %q, archive %q; want them in %q", c.Ledger.Path, c.Archive.Dir, tt.want)
 			}
-			d := Default()
+			d := config.Default()
 			if d.Ledger.Path != tt.want+"/ledger.db" || d.Archive.Dir != tt.want+"/archives" {
 				t.Errorf("Default: ledger %q, archive %q; want them in %q", d.Ledger.Path, d.Archive.Dir, tt.want)
 			}
@@ -305,47 +309,46 @@ func TestDefaultAndAdd(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 
-	c := Default()
+	c := config.Default()
 	if err := c.Validate(); err != nil {
-		t.Fatalf("Default().Validate() = %v", err)
+		t.Fatalf("config.Default().Validate() = %v", err)
 	}
-	want := Policy{CacheDirs: []string{".cache", ".npm"}, Grace: 24 * time.Hour}
+	want := policy.Settings{CacheDirs: []string{".cache", ".npm"}, Grace: 24 * time.Hour}
 	if p := c.PolicyFor(nil); !equalPolicy(p, want) {
 		t.Errorf("default policy %+v; want %+v", p, want)
 	}
 
-	for _, err := range []error{
-		c.AddWorktreeRepo("project"),
-		c.AddWorktreeRoot("~/wt"),
-		c.AddDirRoot("/srv/runs/"),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := AdHoc(c, []string{"project", "~/wt"}, []string{"/srv/runs/"}); err != nil {
+		t.Fatal(err)
 	}
-	if c.Worktrees[0].Repo != filepath.Join(dir, "project") || c.Worktrees[1].Root != "/home/tester/wt" ||
-		c.Dirs[0].Root != "/srv/runs" {
-		t.Errorf("added %+v %+v", c.Worktrees, c.Dirs)
+	wts, dirs := tables[*WorktreesTable](c), tables[*DirsTable](c)
+	if wts[0].Repo != filepath.Join(dir, "project") || wts[1].Repo != "/home/tester/wt" || dirs[0].Root != "/srv/runs" {
+		t.Errorf("added %+v %+v", wts, dirs)
+	}
+	if got := c.Sources[0].Name(); got != "worktrees:"+filepath.Join(dir, "project") {
+		t.Errorf("an ad-hoc source is named %q, not as a file's table would be", got)
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() = %v", err)
 	}
-	for _, w := range c.Worktrees {
+	for _, w := range wts {
 		if p := c.PolicyFor(w); !equalPolicy(p, want) {
 			t.Errorf("PolicyFor(%+v) = %+v; want %+v", w, p, want)
 		}
 	}
 
-	if err := c.AddDirRoot(""); err == nil || err.Error() != "add dir root: empty path" {
-		t.Errorf("AddDirRoot(\"\") = %v", err)
+	if err := AdHoc(c, nil, []string{""}); err == nil || err.Error() != "--dir: empty path" {
+		t.Errorf("AdHoc dir \"\" = %v", err)
 	}
-	if err := c.AddWorktreeRepo("~bob/x"); err == nil || !strings.Contains(err.Error(), "~user is not supported") {
-		t.Errorf("AddWorktreeRepo(~bob) = %v", err)
+	if err := AdHoc(c, []string{"~bob/x"}, nil); err == nil || !strings.Contains(err.Error(), "~user is not supported") {
+		t.Errorf("AdHoc repo ~bob = %v", err)
 	}
 
 	// Problems in a Config built in code name no file and no line.
-	c.AddDirRoot("/srv/runs/a")
-	c.Dirs[1].Retention = ptr(Duration(-time.Hour))
+	if err := AdHoc(c, nil, []string{"/srv/runs/a"}); err != nil {
+		t.Fatal(err)
+	}
+	tables[*DirsTable](c)[1].Retention = ptr(config.Duration(-time.Hour))
 	checkProblems(t, c.Validate(), "",
 		problem{0, "dirs[1].retention", "-1h0m0s: negative durations are not allowed"},
 		problem{0, "dirs[1].root", "/srv/runs/a is inside dirs[0].root (/srv/runs): a folder must belong to one source"})
@@ -354,7 +357,7 @@ func TestDefaultAndAdd(t *testing.T) {
 	}
 }
 
-func equalPolicy(a, b Policy) bool {
+func equalPolicy(a, b policy.Settings) bool {
 	return strings.Join(a.CacheDirs, ",") == strings.Join(b.CacheDirs, ",") && (a.CacheDirs != nil) == (b.CacheDirs != nil) &&
 		a.DiskHigh == b.DiskHigh && a.DiskLow == b.DiskLow && a.Retention == b.Retention && a.Grace == b.Grace &&
 		a.IdleSuspend == b.IdleSuspend && a.MaxLifetime == b.MaxLifetime
@@ -363,12 +366,16 @@ func equalPolicy(a, b Policy) bool {
 func TestValidateKeepsLinesAfterChange(t *testing.T) {
 	testEnv(t)
 	c := mustLoad(t, "[policy]\nretention = \"1d\"\n\n[[dirs]]\nroot = \"/d\"\n")
-	c.Dirs[0].Workspaces = []string{"../x"}
-	c.Policy.Grace = ptr(Duration(-1))
-	checkProblems(t, c.Validate(), c.name,
+	tables[*DirsTable](c)[0].Workspaces = []string{"../x"}
+	c.Policy.Grace = ptr(config.Duration(-1))
+	var first *config.Error
+	if err := c.Validate(); !errors.As(err, &first) {
+		t.Fatalf("Validate: %v", err)
+	}
+	checkProblems(t, c.Validate(), first.File,
 		problem{1, "policy.grace", "-1ns: negative durations are not allowed"},
 		problem{4, "dirs[0].workspaces[0]", `"../x" must not contain ".."`})
-	if _, err := os.Stat(c.name); err != nil {
-		t.Errorf("name %q is not the loaded file: %v", c.name, err)
+	if _, err := os.Stat(first.File); err != nil {
+		t.Errorf("name %q is not the loaded file: %v", first.File, err)
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package sources
 
 import (
 	"reflect"
@@ -25,19 +25,19 @@ api_key_file = "~/keys/daytona"
 endpoint = "http://localhost:9000/x"
 token_env = "T"
 `)
-	e := c.E2B[0]
-	if e.URL() != DefaultE2BEndpoint || e.KeyEnv() != "E2B_API_KEY" || RateOf(e.Rate) != 5 || !reflect.DeepEqual(e.Metadata, map[string]string{"a": "1"}) {
+	e := tables[*E2BTable](c)[0]
+	if e.URL() != DefaultE2BEndpoint || e.KeyEnv() != "E2B_API_KEY" || e.Rate == nil || *e.Rate != 5 || !reflect.DeepEqual(e.Metadata, map[string]string{"a": "1"}) {
 		t.Errorf("e2b: %+v", e)
 	}
 	if got := c.PolicyFor(e).IdleSuspend; got != 10*time.Minute {
 		t.Errorf("policy override: %v", got)
 	}
-	d := c.Daytona[0]
+	d := tables[*DaytonaTable](c)[0]
 	if d.KeyEnv() != "" || d.APIKeyFile != "/home/tester/keys/daytona" || d.Labels["reclaimer.io/pool"] != "agents" || d.URL() != DefaultDaytonaEndpoint {
 		t.Errorf("daytona: %+v", d)
 	}
-	if c.HTTP[0].Endpoint != "http://localhost:9000/x" {
-		t.Errorf("http: %+v", c.HTTP[0])
+	if h := tables[*HTTPTable](c)[0]; h.Endpoint != "http://localhost:9000/x" {
+		t.Errorf("http: %+v", h)
 	}
 }
 
@@ -69,7 +69,7 @@ func TestRemoteSourceErrors(t *testing.T) {
 func TestRateZeroMeansUnset(t *testing.T) {
 	testEnv(t)
 	c := mustLoad(t, "[[e2b]]\nmetadata = { a = \"1\" }\n")
-	if c.E2B[0].Rate != nil || RateOf(c.E2B[0].Rate) != 0 {
-		t.Fatal(c.E2B[0].Rate)
+	if e := tables[*E2BTable](c)[0]; e.Rate != nil {
+		t.Fatal(e.Rate)
 	}
 }

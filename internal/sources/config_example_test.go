@@ -1,14 +1,15 @@
-package config_test
+package sources_test
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/sources"
 )
 
 func ExampleParse() {
-	c, err := config.Parse([]byte(`
+	c, err := sources.Parse([]byte(`
 [ledger]
 path = "/var/lib/reclaimer/ledger.db"
 [archive]
@@ -26,13 +27,13 @@ retention = "3d"
 		fmt.Println(err)
 		return
 	}
-	p := c.PolicyFor(c.Dirs[0])
+	p := c.PolicyFor(c.Sources[0].Table)
 	fmt.Println(p.DiskHigh, p.DiskLow, p.Retention, p.Grace, p.CacheDirs)
 	// Output: 0.85 0.8 72h0m0s 24h0m0s [.cache .npm]
 }
 
 func ExampleParse_errors() {
-	_, err := config.Parse([]byte(`
+	_, err := sources.Parse([]byte(`
 [ledger]
 path = "/var/lib/reclaimer/ledger.db"
 
