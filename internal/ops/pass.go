@@ -120,15 +120,7 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	if err != nil {
 		return rep.Plan, nil, err
 	}
-	for _, r := range res.Results {
-		if r.Outcome == plan.Done && r.Step.Destructive() {
-			state := backend.StateDeleted
-			if r.Step == backend.StepArchive {
-				state = backend.StateArchived
-			}
-			a.keys.set(r.Key(), string(state))
-		}
-	}
+	a.keys.applied(res)
 	return rep.Plan, res, nil
 }
 
@@ -153,6 +145,7 @@ func (a *App) finishPass(rep PassReport, start time.Time) {
 	full := rep.World != nil && req.full()
 	if full {
 		a.keys.refresh(rep.World)
+		a.keys.applied(rep.Applied) // after: the world is what was there before the apply
 	}
 	a.stateMu.Lock()
 	if full {

@@ -12,6 +12,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
 // Ref names a runtime the way people and hosts do.
@@ -301,6 +302,22 @@ func (c *keyCache) byID(id string) []backend.Key {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return slices.Clone(c.ids[id])
+}
+
+// applied records what an apply removed.
+func (c *keyCache) applied(res *plan.Applied) {
+	if res == nil {
+		return
+	}
+	for _, r := range res.Results {
+		if r.Outcome == plan.Done && r.Step.Destructive() {
+			state := backend.StateDeleted
+			if r.Step == backend.StepArchive {
+				state = backend.StateArchived
+			}
+			c.set(r.Key(), string(state))
+		}
+	}
 }
 
 // refresh records what a pass observed.

@@ -113,8 +113,9 @@ func (b *activityBuffer) flush(ctx context.Context) error {
 	return err
 }
 
-// run flushes every interval, or sooner when a batch fills, until ctx ends.
-func (b *activityBuffer) run(ctx context.Context, interval time.Duration, onErr func(error)) {
+// run flushes every interval, or sooner when a batch fills, until ctx
+// ends; flushed is told the outcome of each flush (nil: written).
+func (b *activityBuffer) run(ctx context.Context, interval time.Duration, flushed func(error)) {
 	t := b.clock.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -124,8 +125,8 @@ func (b *activityBuffer) run(ctx context.Context, interval time.Duration, onErr 
 		case <-t.C():
 		case <-b.kick:
 		}
-		if err := b.flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			onErr(err)
+		if err := b.flush(ctx); !errors.Is(err, context.Canceled) {
+			flushed(err)
 		}
 	}
 }

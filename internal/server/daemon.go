@@ -62,8 +62,9 @@ type Event struct {
 	// Kind is "pass" (a pass or dry run ended; Pass says which),
 	// "native" (a sync of provider timers ended), "delivery" (a webhook
 	// delivery was journaled), "watch" (an event stream of Source
-	// connected), "stopping" (a stop began), "reload" (a reload ended;
-	// Err says whether it took).
+	// connected), "flush" (pending activity was written, or Err),
+	// "stopping" (a stop began), "reload" (a reload ended; Err says
+	// whether it took).
 	Kind   string
 	Pass   *ops.PassReport
 	Source string
@@ -318,7 +319,12 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	actsDone := make(chan struct{})
 	go func() {
 		defer close(actsDone)
-		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) { d.log.Error("write activity", "err", err) })
+		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) {
+			if err != nil {
+				d.log.Error("write activity", "err", err)
+			}
+			d.event(Event{Kind: "flush", Err: err})
+		})
 	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
