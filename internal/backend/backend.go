@@ -211,7 +211,9 @@ type Suspender interface {
 // DeleteOptions say how to delete.
 type DeleteOptions struct {
 	// Discard moves a local folder into the trash (a rename); the backend
-	// must not delete files any other way.
+	// must not delete files any other way. A path that is gone fails with
+	// an error wrapping ErrNotFound: a backend that wraps it (%w) reports
+	// a vanished runtime the way the contract wants.
 	Discard func(path string) error
 	// Step is the step this removal carries out: StepDelete, or
 	// StepArchive for retention. A provider that keeps a restorable copy of

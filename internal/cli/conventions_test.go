@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/cli"
+	rconfig "github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
@@ -270,5 +271,39 @@ func TestInterruptedPlanReturnsAnError(t *testing.T) {
 	}
 	if took := time.Since(start); took > 30*time.Second || !strings.Contains(errb.String(), "canceled") {
 		t.Fatalf("the interrupted plan took %s: %s", took, errb.String())
+	}
+}
+
+// TestAdHocRunLeavesOtherSourcesAlone: a run with --dir shares the default
+// ledger with a file's sources; it does not mark their runtimes missing,
+// and its own source is named as the file's table would be.
+func TestAdHocRunLeavesOtherSourcesAlone(t *testing.T) {
+	dir := t.TempDir()
+	xdg := filepath.Join(dir, "xdg")
+	t.Setenv("XDG_STATE_HOME", xdg)
+	t.Cleanup(rconfig.SetEUIDForTest(1000))
+	state := filepath.Join(xdg, "reclaimer")
+	filed, other := filepath.Join(dir, "filed"), filepath.Join(dir, "other")
+	write(t, filepath.Join(filed, "r1", "f"), "x")
+	write(t, filepath.Join(other, "o1", "f"), "x")
+	cfg := filepath.Join(dir, "reclaimer.toml")
+	write(t, cfg, "[ledger]\npath = \""+filepath.Join(state, "ledger.db")+"\"\n[archive]\ndir = \""+filepath.Join(state, "archives")+
+		"\"\n[[dirs]]\nroot = \""+filed+"\"\n")
+	runOK(t, "apply", "--config", cfg)
+	runOK(t, "apply", "--dir", other)
+	runOK(t, "ls", "--dir", other)
+	var rows []struct {
+		ID     string `json:"id"`
+		Source string `json:"source"`
+		State  string `json:"state"`
+	}
+	runJSON(t, &rows, "ls", "--config", cfg)
+	if len(rows) != 1 || rows[0].ID != "r1" || rows[0].State == "missing" {
+		t.Fatalf("after an ad-hoc run, the file's runtimes are %+v", rows)
+	}
+	rows = nil
+	runJSON(t, &rows, "ls", "--dir", other)
+	if len(rows) != 1 || rows[0].ID != "o1" || rows[0].Source != "dirs:"+other {
+		t.Fatalf("the ad-hoc run's runtimes are %+v", rows)
 	}
 }

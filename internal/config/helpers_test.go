@@ -43,7 +43,6 @@ func loadDoc(t *testing.T, doc string) (*Config, string, error) {
 	return c, path, err
 }
 
-
 // problems flattens err into its *Errors, failing the test on anything
 // else.
 func problems(t *testing.T, err error) []*Error {
@@ -94,6 +93,5 @@ func checkProblems(t *testing.T, err error, file string, want ...problem) {
 		}
 	}
 }
-
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }

@@ -231,7 +231,7 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 // failed ends r with err: a step the backend cannot take for this runtime
 // (errors.ErrUnsupported) is skipped, not failed, with nothing done (the
 // engine's fallback: the runtime stays as it was, and the next pass plans
-// again); unsaved work that cannot be archived is "protected"; anything
+// again), and so is a runtime gone in the meantime; unsaved work that cannot be archived is "protected"; anything
 // else is an error.
 func failed(r plan.Result, err error) plan.Result {
 	r.Reason = plan.OneLine(err.Error())
@@ -240,6 +240,9 @@ func failed(r plan.Result, err error) plan.Result {
 		r.Outcome, r.Code = plan.Skip, plan.Unsupported
 	case errors.Is(err, backend.ErrProtected):
 		r.Outcome, r.Code = plan.Failed, plan.Protected
+	case errors.Is(err, backend.ErrNotFound):
+		// Gone between the re-check and the step: nothing left to do.
+		r.Outcome, r.Code = plan.Skip, plan.ChangedSincePlan
 	default:
 		r.Outcome, r.Code = plan.Failed, plan.Error
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -223,6 +224,9 @@ func (e *Engine) discard(root, path string) (<-chan int64, error) {
 		return ch, nil
 	}
 	name, err := t.Discard(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", err, backend.ErrNotFound) // the DeleteOptions.Discard contract
+	}
 	if err != nil {
 		return nil, err
 	}

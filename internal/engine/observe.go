@@ -564,9 +564,20 @@ func (e *Engine) adoptLegacy(ctx context.Context, w *World, v *ledgerView) (bool
 				labels = append(labels, src.Label)
 			}
 		}
-		w.Problems = append(w.Problems, plan.Problem{Code: plan.LegacyAmbiguous, Backend: legacy.Backend, Runtime: legacy.ID,
-			Message: fmt.Sprintf("its ledger record (from before runtimes were keyed by source) is claimed by %s; "+
-				"its pin, lease and holds apply to neither until set again on the one meant", strings.Join(labels, " and "))})
+		msg := fmt.Sprintf("its ledger record (from before runtimes were keyed by source) is claimed by %s; "+
+			"its pin, lease and holds apply to neither until set again on the one meant", strings.Join(labels, " and "))
+		// A pin or lease that cannot be placed protects every claimant
+		// rather than none: nothing is removed on a guess.
+		if rec, err := e.opts.Ledger.Runtime(ctx, legacy); err == nil && (rec.Pinned || rec.LeaseUntil.After(w.Now)) {
+			msg = fmt.Sprintf("its ledger record (from before runtimes were keyed by source) is pinned or leased and claimed by %s; "+
+				"both stay protected until it is pinned or leased again on the one meant (reclaimer pin SOURCE/ID)", strings.Join(labels, " and "))
+			for _, s := range w.Runtimes {
+				if slices.Contains(ks, s.Runtime.Key) && s.Runtime.Pinned == "" {
+					s.Runtime.Pinned = "an older ledger's pin or lease, claimed by two sources"
+				}
+			}
+		}
+		w.Problems = append(w.Problems, plan.Problem{Code: plan.LegacyAmbiguous, Backend: legacy.Backend, Runtime: legacy.ID, Message: msg})
 	}
 	if len(keys) == 0 {
 		return false, nil
