@@ -249,6 +249,10 @@ func printUsage(w io.Writer) {
 		if s.args != "" {
 			line += " " + s.args
 		}
+		if len(line) > 30 {
+			fmt.Fprintf(w, "  %s\n  %-30s %s\n", line, "", s.summary)
+			continue
+		}
 		fmt.Fprintf(w, "  %-30s %s\n", line, s.summary)
 	}
 	fmt.Fprint(w, notes)
@@ -274,10 +278,13 @@ func printCommandUsage(w io.Writer, s spec, fs *flag.FlagSet) {
 		for _, f := range own {
 			name, help := flag.UnquoteUsage(f)
 			arg := "--" + f.Name
+			if len(f.Name) == 1 {
+				arg = "-" + f.Name
+			}
 			if name != "" {
 				arg += " " + name
 			}
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" && f.DefValue != "-1" {
 				help += fmt.Sprintf(" (default %s)", f.DefValue)
 			}
 			fmt.Fprintf(w, "  %-24s %s\n", arg, help)

@@ -79,7 +79,7 @@ var planCmd = spec{name: "plan", args: "", summary: "the dry run: what a pass wo
 		out := fs.String("out", "", "also save the plan to `FILE`, for apply --plan")
 		var only multi
 		var st stepsFlag
-		fs.Var(&only, "runtime", "only this runtime (repeatable)")
+		fs.Var(&only, "runtime", "only this runtime `ID` (repeatable)")
 		fs.Var(&st, "step", "only this `STEP` (repeatable)")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("plan", args); err != nil {
@@ -114,7 +114,7 @@ var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved pl
 		planArg := fs.String("plan", "", "apply exactly this plan: a `FILE` saved by plan --out, or a plan id the daemon made")
 		var only multi
 		var st stepsFlag
-		fs.Var(&only, "runtime", "only this runtime (repeatable)")
+		fs.Var(&only, "runtime", "only this runtime `ID` (repeatable)")
 		fs.Var(&st, "step", "only this `STEP` (repeatable)")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("apply", args); err != nil {
@@ -273,7 +273,7 @@ var touchCmd = spec{name: "touch", args: "ID...", summary: "record activity now"
 
 var pinCmd = spec{name: "pin", args: "ID...", summary: "never touch these runtimes until unpinned", sources: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
-		reason := fs.String("reason", "", "why (shown by ls and in plans)")
+		reason := fs.String("reason", "", "why, in `TEXT` (shown by ls and in plans)")
 		return func(ctx context.Context, c *command, args []string) error {
 			return c.mark(ctx, "pin", args, ops.MarkRequest{PinSet: true, Pin: *reason})
 		}
@@ -288,7 +288,7 @@ var unpinCmd = spec{name: "unpin", args: "ID...", summary: "undo pin", sources: 
 
 var leaseCmd = spec{name: "lease", args: "ID... --for DURATION", summary: "do not touch these runtimes until then (never past their lifetime cap)", sources: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
-		forDur := fs.String("for", "", "how long, e.g. `DURATION` 2h or 3d (required)")
+		forDur := fs.String("for", "", "how long: a `DURATION` such as 2h or 3d (required)")
 		return func(ctx context.Context, c *command, args []string) error {
 			if *forDur == "" {
 				return usagef("lease: --for DURATION is required")
@@ -432,8 +432,8 @@ func (c *command) prune(ctx context.Context, args []string, olderThan string, dr
 var logCmd = spec{name: "log", summary: "the journal of actions, newest first", sources: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		asJSON := fs.Bool("json", false, "print JSON")
-		limit := fs.Int("limit", 50, "how many entries, newest first")
-		runtime := fs.String("runtime", "", "only this runtime's entries")
+		limit := fs.Int("limit", 50, "how many entries (`N`), newest first")
+		runtime := fs.String("runtime", "", "only this runtime `ID`'s entries")
 		planID := fs.String("plan", "", "only this `PLAN_ID`'s entries")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("log", args); err != nil {

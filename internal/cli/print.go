@@ -13,6 +13,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -46,7 +47,7 @@ func printPlan(w io.Writer, p *views.Plan) {
 	for _, u := range p.Usage {
 		marks := "no disk budget"
 		if u.High > 0 {
-			marks = fmt.Sprintf("high %.0f%%, low %.0f%%", u.High*100, u.Low*100)
+			marks = fmt.Sprintf("high %s, low %s", policy.Percent(u.High), policy.Percent(u.Low))
 		}
 		fmt.Fprintf(w, "  %s: %.1f%% used (%s)\n", u.Path, u.Fraction*100, marks)
 	}
@@ -189,7 +190,7 @@ func printStatus(out io.Writer, st *views.Status) {
 		for _, f := range st.Filesystems {
 			high, low := "-", "-"
 			if f.High > 0 {
-				high, low = fmt.Sprintf("%.0f%%", f.High*100), fmt.Sprintf("%.0f%%", f.Low*100)
+				high, low = policy.Percent(f.High), policy.Percent(f.Low)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%s\t%d\t%s\n", f.Path, sizeText(f.UsedBytes), sizeText(f.AvailBytes), f.Fraction*100,
 				high, low, f.Runtimes, reclaimableText(f.ReclaimableBytesByStep))

@@ -297,3 +297,46 @@ func TestLegacyRecordsAreAdoptedByTheOneSourceListingThem(t *testing.T) {
 		t.Errorf("a legacy pin protects a/one, a/both and b/both; planned %+v", p.Actions)
 	}
 }
+
+// stalling lists like its remoteish until told to stall, then waits for
+// its context (a provider answering 429 with a long Retry-After).
+type stalling struct {
+	*remoteish
+	stall bool
+}
+
+func (s *stalling) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	if s.stall {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.remoteish.List(ctx, opts)
+}
+
+// TestListingTimeIsBounded: a source whose listing outlasts its
+// list_timeout is a source_timeout problem of that source; the pass goes
+// on with the others, and the stalled source's runtimes are not missing.
+func TestListingTimeIsBounded(t *testing.T) {
+	slow := &stalling{remoteish: newRemoteish("s1")}
+	eng, store := newEngine(t, engine.Source{Name: "slow", Label: `[[http]] endpoint = "https://slow"`, Backend: slow, Settings: idle,
+		ListTimeout: 50 * time.Millisecond}, engine.Source{Name: "fast", Backend: newRemoteish("f1"), Settings: idle})
+	ctx := context.Background()
+	if _, _, err := eng.Plan(ctx, engine.PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slow.stall = true
+	p, _, err := eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Problems) != 1 || p.Problems[0].Code != plan.SourceTimeout || p.Problems[0].Source != "slow" ||
+		!strings.Contains(p.Problems[0].Label, "https://slow") {
+		t.Fatalf("problems %+v", p.Problems)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Source != "fast" {
+		t.Errorf("actions %+v, want the fast source's", p.Actions)
+	}
+	if rec, err := store.Runtime(ctx, backend.Key{Source: "slow", Backend: "sbx", ID: "s1"}); err != nil || rec.State == string(backend.StateMissing) {
+		t.Errorf("the stalled source's runtime: %+v %v", rec, err)
+	}
+}

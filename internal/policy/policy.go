@@ -3,7 +3,9 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -577,14 +579,14 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 				break
 			}
 			a := filesAction(c, backend.StepDependencies, c.Dependencies, because(RuleBudget,
-				fmt.Sprintf("%s is %.1f%% full, over disk_high %.0f%%; least recently active first", fs.Path, fs.Fraction*100, fs.High*100)))
+				fmt.Sprintf("%s is %.1f%% full, over disk_high %s; least recently active first", fs.Path, fs.Fraction*100, Percent(fs.High))))
 			out.Actions = append(out.Actions, a)
 			give := min(uint64(a.Bytes), used)
 			used, avail = used-give, avail+give
 		}
 		if fraction(used, avail) > fs.Low {
-			out.Messages = append(out.Messages, fmt.Sprintf("disk budget: %s would still be %.1f%% full (disk_low %.0f%%): nothing more to shed",
-				fs.Path, fraction(used, avail)*100, fs.Low*100))
+			out.Messages = append(out.Messages, fmt.Sprintf("disk budget: %s would still be %.1f%% full (disk_low %s): nothing more to shed",
+				fs.Path, fraction(used, avail)*100, Percent(fs.Low)))
 		}
 	}
 }
@@ -607,4 +609,9 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	}
 	return d.Round(time.Second).String()
+}
+
+// Percent is a watermark in words: 0.85 is "85%", 0.005 "0.5%".
+func Percent(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }

@@ -323,7 +323,7 @@ func TestReloadSaysWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := h.logs.String()
-	for _, want := range []string{"server.interval: 1h → 2h", "dirs[0].retention: (unset) → 7d"} {
+	for _, want := range []string{"server.interval: 1h → 2h", "dirs:" + runs + ".retention: (unset) → 7d"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("reload log lacks %q:\n%s", want, logs)
 		}

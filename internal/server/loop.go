@@ -352,7 +352,9 @@ func orNone(s string) string {
 	return s
 }
 
-// toJSONValue turns a configuration into maps keyed as in the file.
+// toJSONValue turns a configuration into maps keyed as in the file, but
+// for the source tables, keyed by their stable names: a table added or
+// moved is one change, not one for each table after it.
 func toJSONValue(c *config.Config) any {
 	data, err := c.Marshal()
 	if err != nil {
@@ -360,6 +362,20 @@ func toJSONValue(c *config.Config) any {
 	}
 	var out map[string]any
 	_ = toml.Unmarshal(data, &out)
+	names := map[string][]string{}
+	for _, src := range c.Sources {
+		names[src.Kind] = append(names[src.Kind], src.Name())
+	}
+	for table, ns := range names {
+		tables, ok := out[table].([]any)
+		if !ok || len(tables) != len(ns) {
+			continue
+		}
+		delete(out, table)
+		for i, t := range tables {
+			out[ns[i]] = t
+		}
+	}
 	return out
 }
 
