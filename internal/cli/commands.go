@@ -5,13 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/server"
@@ -142,7 +145,9 @@ var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved pl
 // runPass applies and prints the results.
 func (c *command) runPass(ctx context.Context, req ops.ApplyRequest, asJSON bool) error {
 	if c.env.IsTerminal && !asJSON {
-		req.Progress = c.progress()
+		pl := &progressLine{w: c.env.Stderr, start: time.Now()}
+		req.Progress, req.Step = pl.actions, pl.longStep
+		defer pl.end()
 	}
 	return c.with(ctx, func(s ops.Service) error {
 		pass, err := s.Apply(ctx, req)
@@ -183,20 +188,70 @@ func allDone(res *plan.Applied) bool {
 	return len(res.Results) > 0
 }
 
-// progress prints a line of how far an apply is, on a terminal.
-func (c *command) progress() func(done, total int) {
-	start := time.Now()
-	return func(done, total int) {
-		if total < 2 {
-			return
-		}
+// progressLine is the line of how far an apply is, on a terminal: the
+// actions done, and for a long step (one big archive or removal) the
+// bytes stored or the entries and bytes purged so far. It is rewritten in
+// place at most five times a second.
+type progressLine struct {
+	w     io.Writer
+	start time.Time
+
+	mu          sync.Mutex
+	done, total int
+	step, kind  string
+	printed     time.Time
+	shown       bool
+}
+
+func (p *progressLine) actions(done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done, p.total, p.step, p.kind = done, total, "", ""
+	p.print(true)
+}
+
+func (p *progressLine) longStep(s engine.StepProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kind := p.kind
+	switch {
+	case s.Stored > 0:
+		p.step, p.kind = fmt.Sprintf("archive of %s: %s stored", s.Action.Key(), sizeText(s.Stored)), "archive"
+	case s.Removed > 0:
+		p.step, p.kind = fmt.Sprintf("removing: %d entries, %s freed", s.Removed, sizeText(s.Freed)), "purge"
+	}
+	p.print(kind != p.kind)
+}
+
+// print rewrites the line (always when force, else at most every 200 ms).
+func (p *progressLine) print(force bool) {
+	now := time.Now()
+	if !force && now.Sub(p.printed) < 200*time.Millisecond {
+		return
+	}
+	var parts []string
+	if p.total > 1 {
 		const width = 30
-		n := done * width / total
-		fmt.Fprintf(c.env.Stderr, "\r[%s%s] %d/%d actions, %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total,
-			time.Since(start).Round(time.Second))
-		if done == total {
-			fmt.Fprintln(c.env.Stderr)
-		}
+		n := p.done * width / p.total
+		parts = append(parts, fmt.Sprintf("[%s%s] %d/%d actions", strings.Repeat("#", n), strings.Repeat(".", width-n), p.done, p.total))
+	}
+	if p.step != "" {
+		parts = append(parts, p.step)
+	}
+	if len(parts) == 0 {
+		return
+	}
+	parts = append(parts, now.Sub(p.start).Round(time.Second).String())
+	fmt.Fprintf(p.w, "\r%-100s", strings.Join(parts, ", "))
+	p.printed, p.shown = now, true
+}
+
+// end ends the line, if one was printed.
+func (p *progressLine) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprintln(p.w)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/cli"
 	rconfig "github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
@@ -305,5 +307,36 @@ func TestAdHocRunLeavesOtherSourcesAlone(t *testing.T) {
 	runJSON(t, &rows, "ls", "--dir", other)
 	if len(rows) != 1 || rows[0].ID != "o1" || rows[0].Source != "dirs:"+other {
 		t.Fatalf("the ad-hoc run's runtimes are %+v", rows)
+	}
+}
+
+// TestProgressOfOneBigDelete: on a terminal, deleting one runtime shows
+// how its archive and its removal go (bytes stored; entries and bytes
+// freed), not just the count of actions.
+func TestProgressOfOneBigDelete(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	noise := make([]byte, 96<<10)
+	for i := range noise {
+		noise[i] = byte(i*7919 + i/13)
+	}
+	write(t, filepath.Join(runs, "big", "blob"), string(noise))
+	for i := range deletion.ProgressEvery + 10 {
+		write(t, filepath.Join(runs, "big", "files", strconv.Itoa(i/100), strconv.Itoa(i)), "x")
+	}
+	cfg := config(t, dir, "[[dirs]]\nroot = \""+runs+"\"\n")
+	var out, errb strings.Builder
+	code := cli.Run(context.Background(), []string{"--config", cfg, "delete", "big"},
+		cli.Env{Stdout: &out, Stderr: &errb, IsTerminal: true, Version: "test"})
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"archive of dir/big: ", " stored", "removing: 4096 entries, ", " freed"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("the progress line lacks %q: %q", want, errb.String())
+		}
+	}
+	if !strings.HasSuffix(errb.String(), "\n") {
+		t.Error("the progress line is not ended")
 	}
 }

@@ -17,6 +17,9 @@ import (
 type ApplyOptions struct {
 	// Progress, when set, is called after each action.
 	Progress func(done, total int)
+	// Step, when set, is told how a long step goes while it runs (an
+	// archive's bytes, a removal's purge).
+	Step Progress
 	// World is the observation the plan was made from, when the caller has
 	// it (a pass plans and applies at once); nil makes Apply observe.
 	World *World
@@ -35,6 +38,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		return nil, err
 	}
 	defer unlock()
+	defer e.setProgress(opts.Step)()
 	w := opts.World
 	if w == nil {
 		var err error
@@ -265,7 +269,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			got, err := e.export(ctx, ex, rt, p.CreatedAt)
+			got, err := e.export(ctx, ex, rt, p.CreatedAt, a)
 			if err != nil {
 				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}

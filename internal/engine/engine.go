@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
 	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/sink"
 	"github.com/reclaimer/reclaimer/internal/trash"
@@ -76,6 +79,9 @@ type Engine struct {
 	purgedMu sync.Mutex
 	purged   map[string]chan int64
 	early    map[string]int64
+
+	// progress is the running apply's Progress (ApplyOptions.Step).
+	progress atomic.Pointer[Progress]
 }
 
 // New checks opts and returns an Engine.
@@ -182,7 +188,7 @@ func (e *Engine) trashFor(root string) (*trash.Trash, error) {
 	if t, ok := e.trashes[root]; ok {
 		return t, nil
 	}
-	t, err := trash.Open(root, trash.Options{OnPurged: e.onPurged})
+	t, err := trash.Open(root, trash.Options{OnPurged: e.onPurged, Deletion: deletion.Options{Progress: e.purgeProgress}})
 	if err != nil {
 		return nil, err
 	}
@@ -257,4 +263,35 @@ func (e *Engine) PurgeLeftovers(w *World) {
 			e.log.Warn("open trash", "root", rt.Root, "err", err)
 		}
 	}
+}
+
+// Progress is told how a long step goes: an archive's bytes stored so far,
+// a removal's entries and bytes purged so far (its trash entry's). It is
+// called from many goroutines; it must be quick.
+type Progress func(p StepProgress)
+
+// StepProgress is one report of a long step.
+type StepProgress struct {
+	// Action is the action (zero for a purge: the trash does not know
+	// which action put the entry there).
+	Action plan.Action
+	// Archive: bytes of the archive stored so far.
+	Stored int64
+	// Purge: entries removed and bytes freed so far.
+	Removed, Freed int64
+}
+
+func (e *Engine) purgeProgress(removed, freed int64) {
+	if f := e.progress.Load(); f != nil {
+		(*f)(StepProgress{Removed: removed, Freed: freed})
+	}
+}
+
+// setProgress installs f for the apply in progress (nil: none).
+func (e *Engine) setProgress(f Progress) func() {
+	if f == nil {
+		return func() {}
+	}
+	e.progress.Store(&f)
+	return func() { e.progress.Store(nil) }
 }

@@ -40,6 +40,8 @@ type PassRequest struct {
 	Wait time.Duration
 	// Progress, when set, is called after each action applied.
 	Progress func(done, total int)
+	// Step, when set, is told how a long step goes (engine.Progress).
+	Step engine.Progress
 }
 
 // full tells whether the pass observes everything.
@@ -115,7 +117,7 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 		stop = ctx.Done()
 	}
 	res, err := s.engine.Apply(context.WithoutCancel(ctx), rep.Plan, engine.ApplyOptions{World: applyWorld, Stop: stop,
-		Progress: req.Progress})
+		Progress: req.Progress, Step: req.Step})
 	rep.Applied, rep.Err = res, err
 	if err != nil {
 		return rep.Plan, nil, err
@@ -250,9 +252,10 @@ type ApplyRequest struct {
 	DryRun bool
 	// Trigger says who asked ("cli", "api"); default "api".
 	Trigger string
-	// Progress, when set, is told after each action (the CLI's progress
-	// line on a terminal); the API has none.
+	// Progress, when set, is told after each action, and Step how a long
+	// step goes (the CLI's progress line on a terminal); the API has none.
 	Progress func(done, total int)
+	Step     engine.Progress
 }
 
 // Apply runs a pass now: everything, some steps, some runtimes, a
@@ -266,7 +269,7 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 	if req.Delete && len(req.Runtimes) == 0 {
 		return nil, Input("runtimes", "which runtimes to delete?")
 	}
-	pr := PassRequest{Trigger: req.Trigger, DryRun: req.DryRun, Steps: req.Steps, Wait: a.holdWait(), Progress: req.Progress}
+	pr := PassRequest{Trigger: req.Trigger, DryRun: req.DryRun, Steps: req.Steps, Wait: a.holdWait(), Progress: req.Progress, Step: req.Step}
 	if pr.Trigger == "" {
 		pr.Trigger = "api"
 	}
