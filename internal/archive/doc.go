@@ -93,8 +93,19 @@
 // with O_NOFOLLOW), symbolic links are created after everything else, and
 // absolute paths, "..", paths through a link or file of the archive,
 // duplicates, hard links to anything but an earlier regular file, and
-// special files are refused (ErrUnsafe). Setuid and setgid bits of files
-// are dropped.
+// devices and sockets are refused (ErrUnsafe). Setuid and setgid bits of
+// files are dropped.
+//
+// A tar round trip is exact otherwise: WriteTar keeps, in PAX records,
+// owner and group, mode, modification and access times, extended
+// attributes (user.*, security.capability, trusted.*, POSIX ACLs), the data
+// map of sparse files (RECLAIMER.data: their content is stored whole, holes
+// as zeros, and ExtractTar writes only the data back so the holes stay
+// holes) and FIFOs; ExtractTar restores them all, owners and privileged
+// attributes when running as root. VerifyTar checks every one of them
+// against the manifest. The cost is one flistxattr per entry and, for a
+// file with fewer blocks than its size, a SEEK_DATA/SEEK_HOLE walk: within
+// the noise of BenchmarkWriteTarFile.
 //
 // # Concurrency and errors
 //

@@ -52,6 +52,28 @@ type Request struct {
 	// out beyond dependencies (a container's home and writable layer),
 	// for the survives list.
 	NotKept []string
+	// Snapshots are volume snapshots the backend took and saw ready (a
+	// Kubernetes runtime's volumes): the archive's manifest records them,
+	// and they are its content.
+	Snapshots []VolumeSnapshot
+}
+
+// VolumeSnapshot is one Kubernetes VolumeSnapshot an archive consists of,
+// with what a new claim restored from it needs.
+type VolumeSnapshot struct {
+	Namespace string `json:"namespace"`
+	// Name is the VolumeSnapshot; Volume the claim it was taken of.
+	Name   string `json:"name"`
+	Volume string `json:"volume"`
+	Class  string `json:"class,omitempty"`
+	// Content is the bound VolumeSnapshotContent, RestoreSize the
+	// smallest claim it restores into.
+	Content     string `json:"content,omitempty"`
+	RestoreSize string `json:"restore_size,omitempty"`
+	// The claim's own settings, for the restored one.
+	StorageClass string   `json:"storage_class,omitempty"`
+	AccessModes  []string `json:"access_modes,omitempty"`
+	Requested    string   `json:"requested,omitempty"`
 }
 
 // ObjectBase is the Request.Base of an archive of runtime id on backend at
@@ -413,6 +435,11 @@ func (x *exporter) addFolders(ctx context.Context, m *Manifest, folders []Folder
 		}
 	}
 	m.Survives = append(m.Survives, dependencySurvives(m.Dependencies, x.req.IncludeDependencies)...)
+	for _, v := range x.req.Snapshots {
+		m.Snapshots = append(m.Snapshots, v)
+		m.Survives = append(m.Survives, fmt.Sprintf("volume %s: VolumeSnapshot %s/%s (restore size %s), ready to use",
+			v.Volume, v.Namespace, v.Name, v.RestoreSize))
+	}
 	for _, n := range x.req.NotKept {
 		m.Survives = append(m.Survives, n+" NOT kept")
 	}
@@ -502,9 +529,40 @@ func exportWorktree(ctx context.Context, git gitcmd.Runner, req Request, wt Work
 	}
 	if err != nil {
 		x.abandon()
+		// An abandoned export leaves nothing in the user's repository
+		// either: its snapshot refs go (even when ctx was canceled).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if derr := DropSnapshotRefs(dctx, git, wt.Path, wt.Ref); derr != nil {
+			err = errors.Join(err, derr)
+		}
 		return Manifest{}, err
 	}
 	return m, nil
+}
+
+// DropSnapshotRefs removes the refs an export of a worktree wrote under
+// ref (the snapshot, and ref-head for a detached HEAD), when they exist:
+// an export that was abandoned (failed, or interrupted by a crash and
+// found at the next start) keeps a ref only for an archive the ledger
+// recorded. dir is the worktree or its repository.
+func DropSnapshotRefs(ctx context.Context, git gitcmd.Runner, dir, ref string) error {
+	if !strings.HasPrefix(ref, SnapshotRefPrefix) {
+		return fmt.Errorf("drop snapshot refs: %q is not under %s", ref, SnapshotRefPrefix)
+	}
+	out, err := git.Run(ctx, dir, "for-each-ref", "--format=%(refname)", ref, ref+"-head")
+	if err != nil {
+		return fmt.Errorf("drop snapshot refs %s: %w", ref, err)
+	}
+	for _, r := range strings.Fields(string(out)) {
+		if r != ref && r != ref+"-head" {
+			continue
+		}
+		if _, err := git.Run(ctx, dir, "update-ref", "-d", r); err != nil {
+			return fmt.Errorf("drop snapshot ref %s: %w", r, err)
+		}
+	}
+	return nil
 }
 
 func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktree) (Manifest, error) {
@@ -565,6 +623,12 @@ func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktr
 	}
 	m.Repo, m.Path = wt.Repo, wt.Path
 	m.Base, m.Head, m.Branch, m.Snapshot, m.Remote = base, snap.Head, snap.Branch, snap.Commit, snap.Remote
+	if !snap.Flags.empty() {
+		flags := snap.Flags
+		m.IndexFlags = &flags
+		m.Survives = append(m.Survives, plural(len(flags.AssumeUnchanged)+len(flags.SkipWorktree), "index flag", "index flags")+
+			" (assume-unchanged, skip-worktree), set again on restore")
+	}
 	if snap.Branch != "" {
 		s := "branch " + snap.Branch
 		if snap.Unpushed > 0 {
@@ -593,9 +657,44 @@ func (x *exporter) addWorktree(ctx context.Context, git gitcmd.Runner, wt Worktr
 	// A worktree's archive is git's view of it: dependency folders are
 	// ignored by git, so they are never kept, whatever include_dependencies says.
 	m.Survives = append(m.Survives, dependencySurvives(m.Dependencies, false)...)
-	m.Survives = append(m.Survives, "other ignored files (such as .env) NOT kept")
-	for _, n := range snap.Nested {
-		m.Excluded = append(m.Excluded, n+" (an untracked nested repository, not kept)")
+	// Ignored files that are not rebuildable dependencies (.env, secrets/,
+	// Terraform state) are what a user wants back most: one tar of just
+	// those paths, merged back into the restored worktree.
+	keep, err := ignoredToKeep(ctx, git, wt)
+	if err != nil {
+		return m, err
+	}
+	if len(keep) > 0 {
+		f := Folder{Name: "ignored", Path: wt.Path}
+		obj, st, err := x.putTar(ctx, f, TarOptions{Exclude: keepOnly(keep)})
+		if err != nil {
+			return m, fmt.Errorf("store ignored files: %w", err)
+		}
+		m.Folders = append(m.Folders, FolderInfo{Name: f.Name, Path: f.Path, Object: obj.Name, Files: st.Files,
+			Dirs: st.Dirs, Symlinks: st.Symlinks, Bytes: st.Bytes, Skipped: st.Skipped})
+		m.Survives = append(m.Survives, fmt.Sprintf("ignored files that are not dependencies (%s): %s, %s",
+			strings.Join(keep[:min(len(keep), 3)], ", "), plural(st.Files, "file", "files"), bytesText(st.Bytes)))
+		for _, sk := range st.Skipped {
+			m.Excluded = append(m.Excluded, sk.Path+" ("+sk.Reason+", not stored)")
+		}
+	}
+	// Untracked nested repositories (clones the agent made): a snapshot
+	// commit cannot hold them, so each is stored whole as a tar, its .git
+	// with every commit, branch, index and uncommitted file included, and
+	// extracted back into place on restore.
+	for i, n := range snap.Nested {
+		rel := strings.TrimSuffix(n, "/")
+		f := Folder{Name: fmt.Sprintf("nested-%d", i), Path: filepath.Join(wt.Path, filepath.FromSlash(rel))}
+		obj, st, err := x.putTar(ctx, f, TarOptions{})
+		if err != nil {
+			return m, fmt.Errorf("store nested repository %s: %w", rel, err)
+		}
+		m.Folders = append(m.Folders, FolderInfo{Name: f.Name, Path: f.Path, Object: obj.Name, Files: st.Files,
+			Dirs: st.Dirs, Symlinks: st.Symlinks, Bytes: st.Bytes, Skipped: st.Skipped})
+		m.Survives = append(m.Survives, "untracked nested repository "+rel+" (whole, its .git included)")
+		for _, sk := range st.Skipped {
+			m.Excluded = append(m.Excluded, path.Join(rel, sk.Path)+" ("+sk.Reason+", not stored)")
+		}
 	}
 	return m, nil
 }
@@ -669,4 +768,47 @@ func ParseManifest(data []byte) (Manifest, error) {
 			m.Version, len(m.Objects), errors.ErrUnsupported)
 	}
 	return m, nil
+}
+
+// ignoredToKeep lists the worktree's ignored paths (git's own top-most
+// matches: "dir/" for a folder) that are not inside a rebuildable
+// dependency folder of wt.Dependencies.
+func ignoredToKeep(ctx context.Context, git gitcmd.Runner, wt Worktree) ([]string, error) {
+	es, err := git.StatusPorcelainV2(ctx, wt.Path, true)
+	if err != nil {
+		return nil, fmt.Errorf("list ignored files: %w", err)
+	}
+	var keep []string
+	for _, e := range es {
+		if e.Kind != gitcmd.Ignored {
+			continue
+		}
+		rel := strings.TrimSuffix(e.Path, "/")
+		abs := filepath.Join(wt.Path, filepath.FromSlash(rel))
+		dep := slices.ContainsFunc(wt.Dependencies, func(d string) bool {
+			return abs == d || strings.HasPrefix(abs, d+string(filepath.Separator))
+		})
+		if !dep && filepath.IsLocal(rel) {
+			keep = append(keep, e.Path)
+		}
+	}
+	return keep, nil
+}
+
+// keepOnly is a TarOptions.Exclude that keeps only the paths of keep
+// ("dir/" keeps a folder whole) and the folders leading to them.
+func keepOnly(keep []string) func(rel string, isDir bool) bool {
+	return func(rel string, isDir bool) bool {
+		for _, k := range keep {
+			dir := strings.HasSuffix(k, "/")
+			k = strings.TrimSuffix(k, "/")
+			switch {
+			case rel == k, dir && strings.HasPrefix(rel, k+"/"):
+				return false // kept, or inside a kept folder
+			case isDir && strings.HasPrefix(k, rel+"/"):
+				return false // on the way to a kept path
+			}
+		}
+		return true
+	}
 }

@@ -188,13 +188,15 @@ func TestExportWorktreeRoundTrip(t *testing.T) {
 			if after := stateOf(t, f.wt); after.status != before.status || !slices.Equal(after.index, before.index) {
 				t.Fatal("exporting changed the worktree")
 			}
-			if !slices.Equal(m.Formats, []string{KindBundle, KindPatch}) || m.Base != base || m.Branch != "feature" ||
+			// The ignored .env is kept too (a tar of just it); node_modules is not.
+			if !slices.Equal(m.Formats, []string{KindBundle, KindPatch, KindTar}) || m.Base != base || m.Branch != "feature" ||
 				m.Remote != f.remote || m.Snapshot == "" || m.SnapshotRef != ref || m.Repo != f.repo {
 				t.Fatalf("manifest: %+v", m)
 			}
 			survives := strings.Join(m.Survives, "; ")
 			for _, want := range []string{"branch feature with 2 commits not on any remote", "uncommitted changes to 4 files",
 				"untracked files", "node_modules NOT kept (rebuildable, listed in the manifest with their lock files)",
+				"ignored files that are not dependencies (.env): 1 file",
 				"a patch of all of it against base " + base[:12]} {
 				if !strings.Contains(survives, want) {
 					t.Errorf("survives lacks %q: %s", want, survives)
@@ -238,6 +240,12 @@ func TestExportWorktreeRoundTrip(t *testing.T) {
 			}
 			if c := contentOf(t, f.wt); c != content {
 				t.Errorf("content after restore differs:\n%s\nwant:\n%s", c, content)
+			}
+			if env, err := os.ReadFile(filepath.Join(f.wt, ".env")); err != nil || string(env) != "SECRET=1\n" {
+				t.Errorf("the ignored .env after restore: %q %v", env, err)
+			}
+			if _, err := os.Lstat(filepath.Join(f.wt, "node_modules")); !os.IsNotExist(err) {
+				t.Errorf("node_modules restored (%v): it is rebuildable and never archived", err)
 			}
 		})
 	}
@@ -295,6 +303,10 @@ func TestExportCatchesCorruption(t *testing.T) {
 			}
 			if !sc.empty(t) {
 				t.Fatal("the failed worktree export left objects in the sink")
+			}
+			// TestAbandonedExportLeavesNoRef: nor a ref in the repository.
+			if refs := testtree.Git(t, f.repo, "for-each-ref", SnapshotRefPrefix); refs != "" {
+				t.Fatalf("the failed worktree export left refs:\n%s", refs)
 			}
 		})
 	}

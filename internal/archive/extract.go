@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -45,6 +46,8 @@ func entryType(flag byte) string {
 		return TypeSymlink
 	case tar.TypeLink:
 		return TypeHardlink
+	case tar.TypeFifo:
+		return TypeFifo
 	}
 	return fmt.Sprintf("type %q", flag)
 }
@@ -97,12 +100,17 @@ func verifyTar(ctx context.Context, path string, f io.Reader, want []TarEntry) e
 			Mode:    uint32(hdr.Mode) & 0o7777,
 			Link:    hdr.Linkname,
 			ModTime: hdr.ModTime,
+			UID:     hdr.Uid,
+			GID:     hdr.Gid,
+			Xattrs:  headerXattrs(hdr),
+			Data:    hdr.PAXRecords[paxData],
 		}
 		if got.Type == TypeFile {
 			got.Size = hdr.Size
 		}
 		if got.Path != w.Path || got.Type != w.Type || got.Mode != w.Mode || got.Link != w.Link ||
-			got.Size != w.Size || !got.ModTime.Equal(w.ModTime) {
+			got.Size != w.Size || !got.ModTime.Equal(w.ModTime) || got.UID != w.UID || got.GID != w.GID ||
+			got.Data != w.Data || !sameXattrs(got.Xattrs, w.Xattrs) {
 			return mismatch("entry %d is %+v, want %+v", i, got, w)
 		}
 		if got.Type == TypeFile {
@@ -132,9 +140,15 @@ func verifyTar(ctx context.Context, path string, f io.Reader, want []TarEntry) e
 // paths through symbolic links (links are created last, and every path is
 // resolved beneath dest without following any link), duplicates, hard
 // links to anything but an earlier regular file of the archive, and
-// special files. Modes (less setuid and setgid on files) and mtimes are
-// restored; ownership is not. On error dest may hold part of the tree,
-// never anything outside it.
+// devices and sockets. It restores exactly what WriteTar kept: modes (less
+// setuid and setgid on files: never grant a privilege from an archive),
+// modification and access times, FIFOs, the holes of sparse files, and,
+// when running as root, owner and group and every kept extended attribute
+// (file capabilities are set after the owner, which would clear them).
+// Not as root, ownership stays the restorer's and attributes the kernel
+// refuses for lack of privilege (trusted.*, security.capability) are left
+// out; any other failure to restore one fails the extraction. On error dest
+// may hold part of the tree, never anything outside it.
 func ExtractTar(ctx context.Context, path, dest string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -150,12 +164,21 @@ func ExtractTar(ctx context.Context, path, dest string) error {
 type pendingLink struct {
 	rel, target string
 	ts          []unix.Timespec
+	own         owner
 }
 
 type pendingDir struct {
 	rel  string
 	mode uint32
 	ts   []unix.Timespec
+	own  owner
+}
+
+// owner is who an entry belongs to and its extended attributes, applied
+// after the entry is made.
+type owner struct {
+	uid, gid int
+	xattrs   map[string][]byte
 }
 
 func extractTar(ctx context.Context, f io.Reader, dest string) error {
@@ -211,13 +234,18 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		}
 		rel := strings.Join(parts, "/")
 		typ := entryType(hdr.Typeflag)
-		ts := []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
+		atime := hdr.AccessTime
+		if atime.IsZero() {
+			atime = hdr.ModTime
+		}
+		ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
 		mode := uint32(hdr.Mode) & 0o7777
+		own := owner{uid: hdr.Uid, gid: hdr.Gid, xattrs: headerXattrs(hdr)}
 		if rel == "" {
 			if typ != TypeDir {
 				return unsafe(hdr.Name, "the root must be a directory")
 			}
-			dirs = append(dirs, pendingDir{rel: "", mode: mode, ts: ts})
+			dirs = append(dirs, pendingDir{rel: "", mode: mode, ts: ts, own: own})
 			continue
 		}
 		if _, dup := seen[rel]; dup {
@@ -235,7 +263,7 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		if typ == TypeSymlink {
 			// Created after everything else: nothing can be written
 			// through a link this archive made.
-			links = append(links, pendingLink{rel: rel, target: hdr.Linkname, ts: ts})
+			links = append(links, pendingLink{rel: rel, target: hdr.Linkname, ts: ts, own: own})
 			continue
 		}
 		pfd, base, err := res.OpenParent(destfd, rel)
@@ -248,9 +276,21 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		switch typ {
 		case TypeDir:
 			err = unix.Mkdirat(pfd, base, 0o700)
-			dirs = append(dirs, pendingDir{rel: rel, mode: mode, ts: ts})
+			dirs = append(dirs, pendingDir{rel: rel, mode: mode, ts: ts, own: own})
 		case TypeFile:
-			err = extractFile(ctx, pfd, base, tr, hdr.Size, mode&^(unix.S_ISUID|unix.S_ISGID), ts, buf)
+			var data []extent
+			if m, ok := hdr.PAXRecords[paxData]; ok {
+				if data, err = parseDataMap(m, hdr.Size); err != nil {
+					unix.Close(pfd)
+					return unsafe(hdr.Name, err.Error())
+				}
+			}
+			err = extractFile(ctx, pfd, base, tr, hdr.Size, mode&^(unix.S_ISUID|unix.S_ISGID), ts, buf, own, data, hdr.PAXRecords[paxData] != "")
+		case TypeFifo:
+			err = unix.Mkfifoat(pfd, base, 0o600)
+			if err == nil {
+				err = finish(pfd, base, own, mode, ts)
+			}
 		case TypeHardlink:
 			target, terr := beneath.Split(hdr.Linkname)
 			trel := strings.Join(target, "/")
@@ -282,6 +322,9 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		}
 		err = unix.Symlinkat(l.target, pfd, base)
 		if err == nil {
+			err = l.own.apply(pfd, base, true)
+		}
+		if err == nil {
 			err = unix.UtimesNanoAt(pfd, base, l.ts, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		unix.Close(pfd)
@@ -297,7 +340,10 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 		if err != nil {
 			return fmt.Errorf("dir %q: %w", d.rel, err)
 		}
-		err = unix.Fchmod(fd, d.mode)
+		err = d.own.apply(fd, "", false)
+		if err == nil {
+			err = unix.Fchmod(fd, d.mode)
+		}
 		unix.Close(fd)
 		if err == nil {
 			err = setTimes(res, destfd, d.rel, d.ts)
@@ -311,19 +357,27 @@ func extractTar(ctx context.Context, f io.Reader, dest string) error {
 	return err
 }
 
-func extractFile(ctx context.Context, pfd int, base string, r io.Reader, size int64, mode uint32, ts []unix.Timespec, buf []byte) error {
+func extractFile(ctx context.Context, pfd int, base string, r io.Reader, size int64, mode uint32, ts []unix.Timespec, buf []byte, own owner, data []extent, sparse bool) error {
 	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), base)
 	defer f.Close()
-	n, err := sink.CopyContext(ctx, f, r, buf)
+	if sparse {
+		err = writeSparse(ctx, f, r, size, data, buf)
+	} else {
+		var n int64
+		n, err = sink.CopyContext(ctx, f, r, buf)
+		if err == nil && n != size {
+			err = fmt.Errorf("%d bytes, want %d: %w", n, size, io.ErrUnexpectedEOF)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if n != size {
-		return fmt.Errorf("%d bytes, want %d: %w", n, size, io.ErrUnexpectedEOF)
+	if err := own.apply(fd, "", false); err != nil {
+		return err
 	}
 	if err := unix.Fchmod(fd, mode); err != nil {
 		return err
@@ -346,4 +400,124 @@ func setTimes(res beneath.Resolver, destfd int, rel string, ts []unix.Timespec) 
 	}
 	defer unix.Close(pfd)
 	return unix.UtimesNanoAt(pfd, base, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// writeSparse writes only the data extents of a file from r (which holds
+// the whole content, holes as zeros), then sets its size: the holes come
+// back as holes. Bytes between extents must be zeros.
+func writeSparse(ctx context.Context, f *os.File, r io.Reader, size int64, data []extent, buf []byte) error {
+	pos := int64(0)
+	skipZeros := func(n int64) error {
+		for n > 0 {
+			k := min(n, int64(len(buf)))
+			if _, err := io.ReadFull(r, buf[:k]); err != nil {
+				return err
+			}
+			for _, c := range buf[:k] {
+				if c != 0 {
+					return fmt.Errorf("data in a hole of the sparse map: %w", ErrUnsafe)
+				}
+			}
+			n -= k
+		}
+		return nil
+	}
+	for _, e := range data {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := skipZeros(e.off - pos); err != nil {
+			return err
+		}
+		if _, err := f.Seek(e.off, io.SeekStart); err != nil {
+			return err
+		}
+		n, err := sink.CopyContext(ctx, f, io.LimitReader(r, e.n), buf)
+		if err != nil {
+			return err
+		}
+		if n != e.n {
+			return io.ErrUnexpectedEOF
+		}
+		pos = e.off + e.n
+	}
+	if err := skipZeros(size - pos); err != nil {
+		return err
+	}
+	return f.Truncate(size)
+}
+
+// finish gives a new FIFO its owner, attributes, mode and times.
+func finish(pfd int, base string, own owner, mode uint32, ts []unix.Timespec) error {
+	if err := own.apply(pfd, base, true); err != nil {
+		return err
+	}
+	if err := unix.Fchmodat(pfd, base, mode&^(unix.S_ISUID|unix.S_ISGID), 0); err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(pfd, base, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// headerXattrs reads the extended attributes of a tar header.
+func headerXattrs(hdr *tar.Header) map[string][]byte {
+	var out map[string][]byte
+	for k, v := range hdr.PAXRecords {
+		if name, ok := strings.CutPrefix(k, paxXattr); ok && keptXattr(name) {
+			if out == nil {
+				out = map[string][]byte{}
+			}
+			out[name] = []byte(v)
+		}
+	}
+	return out
+}
+
+func sameXattrs(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(w) != string(v) {
+			return false
+		}
+	}
+	return true
+}
+
+var isRoot = os.Geteuid() == 0
+
+// apply sets the owner (as root) and then the extended attributes of fd
+// itself (base "") or of base in fd, without following a link. Ownership
+// goes first: chown clears file capabilities.
+func (o owner) apply(fd int, base string, noFollow bool) error {
+	path := "/proc/self/fd/" + strconv.Itoa(fd)
+	if base != "" {
+		path += "/" + base
+	}
+	if isRoot {
+		var err error
+		if base == "" {
+			err = unix.Fchown(fd, o.uid, o.gid)
+		} else {
+			err = unix.Fchownat(fd, base, o.uid, o.gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
+			return fmt.Errorf("chown: %w", err)
+		}
+	}
+	for name, v := range o.xattrs {
+		var err error
+		if noFollow {
+			err = unix.Lsetxattr(path, name, v, 0)
+		} else {
+			err = unix.Setxattr(path, name, v, 0)
+		}
+		if err != nil && !isRoot && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
+			continue // a privilege this restorer does not have
+		}
+		if err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	return nil
 }

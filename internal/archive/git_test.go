@@ -327,56 +327,38 @@ func TestSnapshotDetachedHead(t *testing.T) {
 	}
 }
 
-// An untracked nested repository cannot be in a snapshot: it is reported,
-// left out, and the snapshot still works.
-func TestSnapshotNestedRepository(t *testing.T) {
+// TestUnarchivableStateIsNeverSnapshotted: a merge in progress
+// (MERGE_HEAD, the unmerged stages) cannot be held by a snapshot commit:
+// Inspect names it, SnapshotWorktree refuses with ErrUnsupported, writes
+// no ref and changes nothing.
+func TestUnarchivableStateIsNeverSnapshotted(t *testing.T) {
 	ctx := context.Background()
 	var r gitcmd.Runner
-	f := newRepo(t)
-	nested := filepath.Join(f.wt, "clone")
-	git(t, f.wt, "init", "-q", "clone")
-	write(t, filepath.Join(nested, "n.txt"), "nested\n", 0o644)
-	git(t, nested, "add", "n.txt")
-	git(t, nested, "commit", "-q", "-m", "nested")
-	git(t, f.wt, "init", "-q", "empty-clone") // no commit at all
-	write(t, filepath.Join(f.wt, "u.txt"), "u\n", 0o644)
-	s, err := SnapshotWorktree(ctx, r, f.wt, "refs/reclaimer/nested")
-	must(t, err)
-	if !slices.Equal(s.Nested, []string{"clone/", "empty-clone/"}) || s.Untracked != 1 || s.Commit == "" {
-		t.Fatalf("Snapshot = %+v", s)
-	}
-	if got := git(t, f.repo, "ls-tree", "-r", "--name-only", s.Commit); strings.Contains(got, "clone") || !strings.Contains(got, "u.txt") {
-		t.Errorf("snapshot tree: %q", got)
-	}
-	if want := "1 untracked file; 2 commits not on any remote; 2 untracked nested repositories (clone/, empty-clone/)"; s.Unsaved() != want {
-		t.Errorf("Unsaved() = %q, want %q", s.Unsaved(), want)
-	}
-}
-
-// A worktree in the middle of a merge conflict can still be snapshotted.
-func TestSnapshotUnmerged(t *testing.T) {
-	ctx := context.Background()
-	var r gitcmd.Runner
-	f := newRepo(t)
-	write(t, filepath.Join(f.repo, "a.txt"), "main side\n", 0o644)
-	git(t, f.repo, "commit", "-q", "-am", "main side")
-	write(t, filepath.Join(f.wt, "a.txt"), "feature side\n", 0o644)
-	git(t, f.wt, "commit", "-q", "-am", "feature side")
-	if !gitFails(f.wt, "merge", "-q", "main") {
-		t.Fatal("merge did not conflict")
-	}
-	before := stateOf(t, f.wt)
-	s, err := SnapshotWorktree(ctx, r, f.wt, "refs/reclaimer/conflict")
-	must(t, err)
-	if s.Commit == "" || s.Changed != 1 {
-		t.Fatalf("Snapshot = %+v", s)
-	}
-	if got := git(t, f.repo, "show", s.Commit+":a.txt"); !strings.Contains(got, "<<<<<<<") {
-		t.Errorf("snapshot a.txt = %q, want the conflict markers", got)
-	}
-	if after := stateOf(t, f.wt); !bytes.Equal(after.index, before.index) || after.status != before.status {
-		t.Errorf("user state changed")
-	}
+	t.Run("merge in progress", func(t *testing.T) {
+		f := newRepo(t)
+		write(t, filepath.Join(f.repo, "a.txt"), "main side\n", 0o644)
+		git(t, f.repo, "commit", "-q", "-am", "main side")
+		write(t, filepath.Join(f.wt, "a.txt"), "feature side\n", 0o644)
+		git(t, f.wt, "commit", "-q", "-am", "feature side")
+		if !gitFails(f.wt, "merge", "-q", "main") {
+			t.Fatal("merge did not conflict")
+		}
+		before := stateOf(t, f.wt)
+		s, err := Inspect(ctx, r, f.wt)
+		must(t, err)
+		if why := s.CannotArchive(); !strings.Contains(why, "a merge in progress") || !strings.Contains(why, "unmerged path (a.txt)") {
+			t.Fatalf("CannotArchive() = %q", why)
+		}
+		if _, err := SnapshotWorktree(ctx, r, f.wt, "refs/reclaimer/conflict"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("snapshot in a merge: %v, want ErrUnsupported", err)
+		}
+		if after := stateOf(t, f.wt); !bytes.Equal(after.index, before.index) || after.status != before.status {
+			t.Errorf("user state changed")
+		}
+		if refs := git(t, f.repo, "for-each-ref", "refs/reclaimer/"); refs != "" {
+			t.Fatalf("refs written: %s", refs)
+		}
+	})
 }
 
 // The agent controls the repository: its config names an fsmonitor, a

@@ -96,8 +96,14 @@ type Manifest struct {
 	SnapshotRef string `json:"snapshot_ref,omitempty"`
 	HeadRef     string `json:"head_ref,omitempty"`
 	Remote      string `json:"remote,omitempty"`
+	// IndexFlags are the assume-unchanged and skip-worktree entries a
+	// restore marks again.
+	IndexFlags *IndexFlags `json:"index_flags,omitempty"`
 	// Folders are the folders stored as tars.
 	Folders []FolderInfo `json:"folders,omitempty"`
+	// Snapshots are the volume snapshots holding a Kubernetes runtime's
+	// volumes; they live in the cluster, not in the sink.
+	Snapshots []VolumeSnapshot `json:"snapshots,omitempty"`
 	// Dependencies are the rebuildable folders, kept or not, with the
 	// lock files that rebuild them.
 	Dependencies        []Dependency `json:"dependencies,omitempty"`
@@ -107,6 +113,12 @@ type Manifest struct {
 	// Excluded names what was deliberately left out (ignored files,
 	// nested repositories, mount points).
 	Excluded []string `json:"excluded,omitempty"`
+	// Image is a provider image holding the runtime's filesystem, kept by
+	// the provider rather than the sink (a Modal filesystem snapshot).
+	Image string `json:"image,omitempty"`
+	// Restore, when set, is how the archive is brought back by hand (a
+	// command starting a sandbox from Image).
+	Restore string `json:"restore,omitempty"`
 }
 
 // ManifestPath is the manifest file of the archive name in dir.

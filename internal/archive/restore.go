@@ -28,7 +28,7 @@ import (
 // On error after the worktree was added, the new worktree is removed
 // again; the repository keeps what was fetched (refs that were missing).
 func RestoreWorktree(ctx context.Context, r gitcmd.Runner, repoDir, bundle, dest, branch, snapshotRef string) error {
-	if err := restoreWorktree(ctx, r, repoDir, bundle, dest, branch, snapshotRef); err != nil {
+	if err := restoreWorktree(ctx, r, repoDir, bundle, dest, branch, snapshotRef, IndexFlags{}); err != nil {
 		return fmt.Errorf("restore worktree %s: %w", dest, err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func isObjectID(s string) bool {
 	return true
 }
 
-func restoreWorktree(ctx context.Context, r gitcmd.Runner, repoDir, bundle, dest, branch, snapshotRef string) error {
+func restoreWorktree(ctx context.Context, r gitcmd.Runner, repoDir, bundle, dest, branch, snapshotRef string, flags IndexFlags) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("bad branch %q", branch)
 	}
@@ -180,7 +180,7 @@ func restoreWorktree(ctx context.Context, r gitcmd.Runner, repoDir, bundle, dest
 		if _, err := r.Run(ctx, dest, "update-index", "-q", "--refresh"); err != nil && exitCode(err) != 1 {
 			return err
 		}
-		return nil
+		return setFlags(ctx, r, dest, flags)
 	}
 	if err := fill(); err != nil {
 		if _, rerr := r.Run(ctx, repoDir, "worktree", "remove", "--force", dest); rerr != nil {

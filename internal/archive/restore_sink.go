@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
@@ -110,6 +111,10 @@ func restoreFolders(ctx context.Context, s sink.Sink, m Manifest, dests map[stri
 	for _, j := range jobs {
 		_, statErr := os.Lstat(j.dest)
 		created := errors.Is(statErr, os.ErrNotExist)
+		// A restore --to a place not made yet gets its parents.
+		if err := os.MkdirAll(filepath.Dir(j.dest), 0o755); err != nil {
+			return fmt.Errorf("folder %s: %w", j.info.Name, err)
+		}
 		if err := extractFrom(ctx, s, j.obj, j.dest); err != nil {
 			if created {
 				os.RemoveAll(j.dest)
@@ -198,6 +203,9 @@ func restoreWorktreeFrom(ctx context.Context, git gitcmd.Runner, s sink.Sink, m 
 	if err := m.VerifyIn(ctx, s); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp(staging, "reclaimer-restore-")
 	if err != nil {
 		return err
@@ -211,7 +219,35 @@ func restoreWorktreeFrom(ctx context.Context, git gitcmd.Runner, s sink.Sink, m 
 	if branch == "" {
 		branch = m.Head
 	}
-	return RestoreWorktree(ctx, git, m.Repo, file, dest, branch, m.SnapshotRef)
+	var flags IndexFlags
+	if m.IndexFlags != nil {
+		flags = *m.IndexFlags
+	}
+	if err := restoreWorktree(ctx, git, m.Repo, file, dest, branch, m.SnapshotRef, flags); err != nil {
+		return fmt.Errorf("restore worktree %s: %w", dest, err)
+	}
+	// The nested repositories stored whole go back where they were; the
+	// ignored files (a tar of the worktree's own folder) are merged in.
+	dests := map[string]string{}
+	for _, f := range m.Folders {
+		if f.Path == m.Path {
+			if err := mergeFolder(ctx, s, m, f, dest); err != nil {
+				return fmt.Errorf("restore ignored files into %s: %w", dest, err)
+			}
+			continue
+		}
+		rel, err := filepath.Rel(m.Path, f.Path)
+		if err != nil || !filepath.IsLocal(rel) {
+			return fmt.Errorf("nested folder %s lies outside the worktree %s", f.Path, m.Path)
+		}
+		dests[f.Name] = filepath.Join(dest, rel)
+	}
+	if len(dests) > 0 {
+		if err := restoreFolders(ctx, s, m, dests); err != nil {
+			return fmt.Errorf("restore nested repositories into %s: %w", dest, err)
+		}
+	}
+	return nil
 }
 
 // download copies object o from s into file, checking size and SHA-256.
@@ -234,4 +270,53 @@ func download(ctx context.Context, s sink.Sink, o Object, file string) error {
 		return fmt.Errorf("download %s: %w", s.URL(o.Name), ErrMismatch)
 	}
 	return f.Close()
+}
+
+// mergeFolder extracts folder f of m (a tar of a folder that already
+// exists at dest, holding only some of its paths) beside dest and moves
+// each of its entries into place: a folder dest has too is merged, anything
+// else must not exist yet (ErrConflict: the restore never overwrites).
+func mergeFolder(ctx context.Context, s sink.Sink, m Manifest, f FolderInfo, dest string) error {
+	obj, ok := m.object(f.Object)
+	if !ok {
+		return fmt.Errorf("the manifest lists no object %q for folder %q", f.Object, f.Name)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".reclaimer-restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	into := filepath.Join(tmp, "x")
+	if err := extractFrom(ctx, s, obj, into); err != nil {
+		return err
+	}
+	return mergeInto(into, dest)
+}
+
+// mergeInto moves the entries of src into dst, recursing into folders both
+// have. Links are never followed.
+func mergeInto(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		fi, err := os.Lstat(to)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if err := os.Rename(from, to); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case e.IsDir() && fi.IsDir():
+			if err := mergeInto(from, to); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s already exists: %w", to, backend.ErrConflict)
+		}
+	}
+	return nil
 }

@@ -50,10 +50,22 @@ type Snapshot struct {
 	// "" when there is none. Inspect leaves it empty.
 	Remote string `json:"remote,omitempty"`
 	// Nested are untracked folders holding a git repository of their own
-	// (ending in "/"). A snapshot cannot hold them; archive the folder as
-	// a tar to keep them.
+	// (ending in "/"). A snapshot cannot hold them; ExportWorktree stores
+	// each as a tar.
 	Nested []string `json:"nested,omitempty"`
+	// Flags are the index entries marked assume-unchanged or
+	// skip-worktree; their edits count in Changed.
+	Flags IndexFlags `json:"flags,omitzero"`
+	// Unarchivable are states the archive cannot hold and a restore could
+	// not bring back exactly (a merge in progress, a checked-out
+	// submodule): a worktree with any is never removed. (Untracked nested
+	// repositories are not among them: ExportWorktree stores each whole.)
+	Unarchivable []string `json:"unarchivable,omitempty"`
 }
+
+// CannotArchive says in plain words what of the worktree cannot be
+// archived and restored exactly; "" when everything can.
+func (s Snapshot) CannotArchive() string { return strings.Join(s.Unarchivable, "; ") }
 
 func plural(n int, one, many string) string {
 	if n == 1 {
@@ -144,6 +156,15 @@ func inspect(ctx context.Context, r gitcmd.Runner, worktree string) (Snapshot, [
 			s.Changed++
 		}
 	}
+	flags, flaggedChanged, checkedOut, err := indexState(ctx, r, worktree)
+	if err != nil {
+		return s, nil, fmt.Errorf("inspect worktree %s: %w", worktree, err)
+	}
+	s.Flags = flags
+	s.Changed += flaggedChanged
+	if s.Unarchivable, err = unarchivable(ctx, r, worktree, unmerged, checkedOut); err != nil {
+		return s, nil, fmt.Errorf("inspect worktree %s: %w", worktree, err)
+	}
 	if s.Head != "" {
 		out, err := r.Run(ctx, worktree, "rev-list", "--count", s.Head, "--not", "--remotes")
 		if err != nil {
@@ -212,6 +233,9 @@ func snapshot(ctx context.Context, r gitcmd.Runner, worktree, ref string, now ti
 	if err != nil {
 		return s, err
 	}
+	if why := s.CannotArchive(); why != "" {
+		return s, fmt.Errorf("it holds what cannot be archived and restored exactly: %s: %w", why, errors.ErrUnsupported)
+	}
 	if s.Remote, err = remoteURL(ctx, r, top, s.Branch); err != nil {
 		return s, err
 	}
@@ -261,6 +285,10 @@ func snapshot(ctx context.Context, r gitcmd.Runner, worktree, ref string, now ti
 	}
 	indexTree, err := run("", "write-tree")
 	if err != nil {
+		return s, err
+	}
+	// Flagged entries: git add must look at what the files hold.
+	if err := clearFlags(run, s.Flags); err != nil {
 		return s, err
 	}
 	// The working tree, untracked files included, ignored ones not.

@@ -28,6 +28,20 @@ const (
 	TypeDir      = "dir"
 	TypeSymlink  = "symlink"
 	TypeHardlink = "hardlink" // Link names the earlier entry it shares data with
+	TypeFifo     = "fifo"
+)
+
+// PAX records of what plain tar headers cannot say.
+const (
+	// paxXattr prefixes an extended attribute (as GNU tar and bsdtar
+	// write them).
+	paxXattr = "SCHILY.xattr."
+	// paxData lists the data extents of a sparse file ("off+len,..."):
+	// what is not listed is a hole. The entry's content is the whole file,
+	// holes as zeros (they compress to nothing), so any tar reader gets the
+	// right bytes; ExtractTar writes only the extents and so restores the
+	// holes.
+	paxData = "RECLAIMER.data"
 )
 
 // TarEntry is one entry of a tar archive as written: the manifest that
@@ -40,6 +54,13 @@ type TarEntry struct {
 	SHA256  string    `json:"sha256,omitempty"` // hex, regular files only
 	Link    string    `json:"link,omitempty"`   // symlink target or hard link's first path
 	ModTime time.Time `json:"mtime"`
+	UID     int       `json:"uid"`
+	GID     int       `json:"gid"`
+	// Xattrs are the extended attributes kept (user.*, security.capability,
+	// trusted.*, POSIX ACLs).
+	Xattrs map[string][]byte `json:"xattrs,omitempty"`
+	// Data is the sparse map of a file with holes (see paxData).
+	Data string `json:"data,omitempty"`
 }
 
 // Skipped is an entry WriteTar left out, and why.
@@ -51,7 +72,7 @@ type Skipped struct {
 // Reasons for Skipped.
 const (
 	SkipMountPoint = "mount point"
-	SkipSpecial    = "socket, device or fifo"
+	SkipSpecial    = "socket or device"
 )
 
 // TarOptions tune WriteTar.
@@ -65,7 +86,7 @@ type TarOptions struct {
 
 // TarStats tells what WriteTar stored.
 type TarStats struct {
-	Files, Dirs, Symlinks, Hardlinks int
+	Files, Dirs, Symlinks, Hardlinks, Fifos int
 	// Bytes is the content of the regular files stored (uncompressed).
 	Bytes int64
 	// Entries is the manifest of the archive, in archive order.
@@ -94,8 +115,11 @@ func newEncoder(w io.Writer, level zstd.EncoderLevel) (*zstd.Encoder, error) {
 // streaming: memory does not grow with the size of the files, only with
 // the number of entries (the manifest in TarStats). Symbolic links are
 // stored as links and never followed; mount points below root are skipped
-// and reported, as are sockets, devices and fifos. Hard links within the
-// tree are stored as tar hard links to the first path seen.
+// and reported, as are sockets and devices. Hard links within the tree are
+// stored as tar hard links to the first path seen. Everything a restore
+// needs to be exact goes in PAX records: owner and group, mode, modification
+// and access times, extended attributes (user.*, security.capability,
+// trusted.*, POSIX ACLs), the holes of sparse files, and FIFOs.
 //
 // A file that shrinks while it is read fails the whole call: an archive is
 // only worth something complete.
@@ -166,7 +190,7 @@ func (t *tarWriter) run(root string) (TarStats, error) {
 	}
 	t.useMnt = sx.Mask&unix.STATX_MNT_ID != 0
 	t.rootMnt = mountOf(&sx, t.useMnt)
-	if err := t.header(".", &sx, TypeDir, ""); err != nil {
+	if err := t.header(".", &sx, TypeDir, "", t.xattrsFD(fd, "."), ""); err != nil {
 		return t.st, err
 	}
 	err = t.dir(fd, "")
@@ -242,7 +266,7 @@ func (t *tarWriter) entry(dirfd int, name, rel string) error {
 			return fmt.Errorf("open dir %q: %w", rel, err)
 		}
 		defer unix.Close(fd)
-		if err := t.header(rel, &sx, TypeDir, ""); err != nil {
+		if err := t.header(rel, &sx, TypeDir, "", t.xattrsFD(fd, rel), ""); err != nil {
 			return err
 		}
 		t.st.Dirs++
@@ -253,9 +277,12 @@ func (t *tarWriter) entry(dirfd int, name, rel string) error {
 			return fmt.Errorf("readlink %q: %w", rel, err)
 		}
 		t.st.Symlinks++
-		return t.header(rel, &sx, TypeSymlink, target)
+		return t.header(rel, &sx, TypeSymlink, target, t.xattrs(dirfd, name, rel), "")
 	case unix.S_IFREG:
 		return t.file(dirfd, name, rel, &sx)
+	case unix.S_IFIFO:
+		t.st.Fifos++
+		return t.header(rel, &sx, TypeFifo, "", t.xattrs(dirfd, name, rel), "")
 	default:
 		t.st.Skipped = append(t.st.Skipped, Skipped{Path: rel, Reason: SkipSpecial})
 		return nil
@@ -280,7 +307,7 @@ func (t *tarWriter) file(dirfd int, name, rel string, sx *unix.Statx_t) error {
 	if sx.Nlink > 1 {
 		if first, ok := t.links[id]; ok {
 			t.st.Hardlinks++
-			return t.header(rel, sx, TypeHardlink, first)
+			return t.header(rel, sx, TypeHardlink, first, nil, "")
 		}
 	}
 	// O_NONBLOCK: a fifo swapped in after the statx must not block us.
@@ -298,7 +325,11 @@ func (t *tarWriter) file(dirfd int, name, rel string, sx *unix.Statx_t) error {
 		return fmt.Errorf("archive %q: replaced while archiving", rel)
 	}
 	sx.Size = uint64(fs.Size)
-	if err := t.header(rel, sx, TypeFile, ""); err != nil {
+	data, err := dataMap(fd, fs.Size, fs.Blocks)
+	if err != nil {
+		return fmt.Errorf("archive %q: map holes: %w", rel, err)
+	}
+	if err := t.header(rel, sx, TypeFile, "", t.xattrsFD(fd, rel), data); err != nil {
 		return err
 	}
 	h := sha256.New()
@@ -321,21 +352,33 @@ func (t *tarWriter) file(dirfd int, name, rel string, sx *unix.Statx_t) error {
 
 // header writes the tar header of one entry and records it in the
 // manifest.
-func (t *tarWriter) header(rel string, sx *unix.Statx_t, typ, link string) error {
+func (t *tarWriter) header(rel string, sx *unix.Statx_t, typ, link string, xattrs map[string][]byte, data string) error {
 	e := TarEntry{
 		Path:    rel,
 		Type:    typ,
 		Mode:    uint32(sx.Mode) & 0o7777,
 		Link:    link,
 		ModTime: time.Unix(sx.Mtime.Sec, int64(sx.Mtime.Nsec)),
+		UID:     int(sx.Uid),
+		GID:     int(sx.Gid),
+		Xattrs:  xattrs,
+		Data:    data,
 	}
 	hdr := &tar.Header{
-		Name:    rel,
-		Mode:    int64(e.Mode),
-		Uid:     int(sx.Uid),
-		Gid:     int(sx.Gid),
-		ModTime: e.ModTime,
-		Format:  tar.FormatPAX,
+		Name:       rel,
+		Mode:       int64(e.Mode),
+		Uid:        int(sx.Uid),
+		Gid:        int(sx.Gid),
+		ModTime:    e.ModTime,
+		AccessTime: time.Unix(sx.Atime.Sec, int64(sx.Atime.Nsec)),
+		Format:     tar.FormatPAX,
+		PAXRecords: map[string]string{},
+	}
+	for k, v := range xattrs {
+		hdr.PAXRecords[paxXattr+k] = string(v)
+	}
+	if data != "" {
+		hdr.PAXRecords[paxData] = data
 	}
 	switch typ {
 	case TypeDir:
@@ -351,11 +394,13 @@ func (t *tarWriter) header(rel string, sx *unix.Statx_t, typ, link string) error
 		hdr.Typeflag = tar.TypeReg
 		hdr.Size = int64(sx.Size)
 		e.Size = hdr.Size
+	case TypeFifo:
+		hdr.Typeflag = tar.TypeFifo
 	}
 	if !utf8.ValidString(hdr.Name) || !utf8.ValidString(hdr.Linkname) {
 		// Tell other readers (GNU tar, bsdtar) not to translate the
 		// names: they are raw bytes, as the filesystem has them.
-		hdr.PAXRecords = map[string]string{"hdrcharset": "BINARY"}
+		hdr.PAXRecords["hdrcharset"] = "BINARY"
 	}
 	if err := t.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("write header %q: %w", rel, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -163,6 +164,10 @@ type Runtime struct {
 	// Unsaved describes work a removal would lose without an archive
 	// (uncommitted changes, commits on no remote); empty when none.
 	Unsaved string `json:"unsaved,omitempty"`
+	// Unarchivable names state the backend cannot archive and restore
+	// exactly (a merge in progress, a checked-out submodule): a runtime
+	// with any is never archived or deleted, and the plan says why.
+	Unarchivable string `json:"unarchivable,omitempty"`
 	// Storage is a path on the filesystem that holds what the runtime
 	// keeps outside its managed root (Docker's data root, where a
 	// container's writable layer lives); that filesystem is managed for
@@ -176,6 +181,28 @@ type Runtime struct {
 	// (Daytona's list does), is what NativeLifecycle would read; nil
 	// otherwise. It saves one request a runtime on every pass.
 	Native *Lifecycle `json:"native,omitempty"`
+	// AgentServer, when the backend knows it, is the runtime's OpenHands
+	// agent-server (an OpenHands Cloud sandbox's AGENT_SERVER URL), whose
+	// idle clock may refine LastActivity while the runtime runs (package
+	// agentserver). Nil when unknown.
+	AgentServer *AgentServer `json:"agent_server,omitempty"`
+}
+
+// AgentServer is where a runtime's OpenHands agent-server answers, and the
+// session key it wants (X-Session-API-Key). The key never leaves the
+// process: it is not marshalled, and it prints as "[redacted]".
+type AgentServer struct {
+	URL        string `json:"url"`
+	SessionKey string `json:"-"`
+}
+
+// Format prints the URL only, whatever the verb, so a log line or an error
+// that picks an AgentServer up shows no key.
+func (a AgentServer) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "agent-server %s", a.URL)
+	if a.SessionKey != "" {
+		fmt.Fprint(f, " (session key [redacted])")
+	}
 }
 
 // Backend is any backend; its roles are discovered with As.
@@ -232,6 +259,21 @@ type Deleter interface {
 type File struct {
 	Path  string `json:"path"`
 	Bytes int64  `json:"bytes"`
+	// Kept, when set, says why a folder that looks like a candidate (an
+	// ignored folder of a workspace) is kept: it is listed so the plan can
+	// say so, and never discarded.
+	Kept string `json:"kept,omitempty"`
+}
+
+// Shed returns the files that may go: those not Kept.
+func Shed(files []File) []File {
+	var out []File
+	for _, f := range files {
+		if f.Kept == "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // FileOptions select or free rebuildable files.
@@ -518,3 +560,57 @@ func delayText(d time.Duration) string {
 type EmptyListing string
 
 func (e EmptyListing) Error() string { return string(e) }
+
+// ExportAbandoner undoes what an export interrupted by a crash left in the
+// runtime itself (a worktree's snapshot refs in the user's repository). The
+// engine calls it at start for an interrupted export no archive was
+// recorded for; createdAt is the export's time (its plan's).
+type ExportAbandoner interface {
+	AbandonExport(ctx context.Context, rt Runtime, createdAt time.Time) error
+}
+
+// Rooted is a backend whose runtimes live in local folders below managed
+// roots: a runtime's folders, however they are reported (a host
+// registering it through the API, say), must lie strictly inside one.
+type Rooted interface {
+	ManagedRoots() []string
+}
+
+// ReservedIDs are names no runtime may have: they are not folders a
+// runtime can own, or they are the program's own (the trash).
+var ReservedIDs = []string{".", "..", ".reclaimer-trash"}
+
+// CheckReported refuses, with ErrProtected, a runtime id or folders that
+// a caller reports for b and that b would never list: a reserved id, and,
+// for a Rooted backend, a home or workspace that is not an absolute path
+// strictly inside one of its managed roots. Backends without local folders
+// accept any folder (it names a place inside a remote sandbox).
+func CheckReported(b Backend, id string, folders []string) error {
+	for _, r := range ReservedIDs {
+		if id == r {
+			return fmt.Errorf("runtime id %q is reserved: %w", id, ErrProtected)
+		}
+	}
+	rooted, ok := As[Rooted](b)
+	if !ok {
+		return nil
+	}
+	roots := rooted.ManagedRoots()
+	for _, f := range folders {
+		if f == "" {
+			continue
+		}
+		inside := false
+		for _, r := range roots {
+			if rel, err := filepath.Rel(r, f); err == nil && filepath.IsAbs(f) && filepath.Clean(f) == f &&
+				rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return fmt.Errorf("folder %q is not inside a managed root of %s (%s): %w", f, b.Name(), strings.Join(roots, ", "), ErrProtected)
+		}
+	}
+	return nil
+}

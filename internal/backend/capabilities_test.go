@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/agentsandbox"
 	"github.com/reclaimer/reclaimer/internal/backend/daytona"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
+	"github.com/reclaimer/reclaimer/internal/backend/kubernetes"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 )
@@ -26,6 +28,12 @@ func TestCapabilities(t *testing.T) {
 	// Remote sandboxes: no files of their own here, no export (a Daytona
 	// archive is the provider's cold storage, reached through Deleter).
 	remote := []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}
+	// Kubernetes: volumes archived as VolumeSnapshots; without archives
+	// (archive = "none") neither Exporter nor Restorer.
+	kube := []string{"Lister", "Suspender", "Deleter", "Exporter", "Restorer"}
+	kubeNoArchive := []string{"Lister", "Suspender", "Deleter"}
+	sandboxes := []string{"Lister", "Suspender", "Deleter", "Exporter", "NativeLifecycle", "Restorer"}
+	sandboxesNoArchive := []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}
 	containers := []string{"Lister", "Suspender", "Deleter", "FileReclaimer", "Exporter", "Locker", "Restorer", "Watcher"}
 	for _, tc := range []struct {
 		b    backend.Backend
@@ -43,6 +51,11 @@ func TestCapabilities(t *testing.T) {
 		{wrapped{&daytona.Backend{}}, remote},
 		{&docker.Backend{}, containers},
 		{wrapped{&docker.Backend{}}, containers},
+		{&kubernetes.Backend{}, kube},
+		{&kubernetes.NoArchive{}, kubeNoArchive},
+		{wrapped{&kubernetes.Backend{}}, kube},
+		{&agentsandbox.Backend{}, sandboxes},
+		{&agentsandbox.NoArchive{}, sandboxesNoArchive},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
 			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)

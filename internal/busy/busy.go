@@ -54,9 +54,20 @@ type Snapshot struct {
 	// Failed counts processes of which something could not be read for
 	// another reason than vanishing or permission.
 	Failed int `json:"failed"`
+	// Privileged is 1 when the init of this PID namespace refused a scan
+	// running as root because it holds capabilities the scan lacks: the
+	// supervisor of the container the reclaimer runs in. It is not counted
+	// in Denied and does not make the answer unknown.
+	Privileged int `json:"privileged,omitempty"`
+	// Unread says, for the first few processes counted in Denied or
+	// Failed, what could not be read ("pid 42 (node) cwd: ...").
+	Unread []string `json:"unread,omitempty"`
 
 	holders map[string][]Holder
 }
+
+// maxUnread bounds Snapshot.Unread.
+const maxUnread = 5
 
 // Holders lists what keeps path busy, ordered by PID; nil when nothing
 // does. path must be one of the folders given to Scan (compared cleaned).
@@ -64,19 +75,38 @@ func (s *Snapshot) Holders(path string) []Holder {
 	return s.holders[cleanAbs(path)]
 }
 
-// Busy tells whether any process holds path.
-func (s *Snapshot) Busy(path string) bool { return len(s.Holders(path)) > 0 }
+// Busy tells whether path may be in use: a process holds it, or some
+// process could not be read entirely, so nobody can say it does not (fail
+// closed: unknown is busy).
+func (s *Snapshot) Busy(path string) bool { return len(s.Holders(path)) > 0 || !s.Complete() }
 
-// Reason describes why path is busy in one line, "" when it is not.
+// Reason describes why path is busy in one line, "" when it is not: its
+// holders, or why the answer is unknown.
 func (s *Snapshot) Reason(path string) string {
 	hs := s.Holders(path)
 	switch len(hs) {
 	case 0:
+		if !s.Complete() {
+			return s.unknown()
+		}
 		return ""
 	case 1:
 		return hs[0].String()
 	}
 	return fmt.Sprintf("%s (and %d more)", hs[0], len(hs)-1)
+}
+
+func (s *Snapshot) unknown() string {
+	n := s.Denied + s.Failed
+	msg := fmt.Sprintf("unknown: %d processes could not be read", n)
+	if len(s.Unread) > 0 {
+		msg += " (" + strings.Join(s.Unread, "; ")
+		if n > len(s.Unread) {
+			msg += fmt.Sprintf("; and %d more", n-len(s.Unread))
+		}
+		msg += ")"
+	}
+	return msg
 }
 
 // Complete tells whether every process could be read entirely.
@@ -156,6 +186,12 @@ func Scan(ctx context.Context, roots []string, opts Options) (*Snapshot, error) 
 		snap.Processes += w.procs
 		snap.Denied += w.denied
 		snap.Failed += w.failed
+		snap.Privileged += w.privileged
+		for _, u := range w.unread {
+			if len(snap.Unread) < maxUnread {
+				snap.Unread = append(snap.Unread, u)
+			}
+		}
 		hits = append(hits, w.hits...)
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int { return a.PID - b.PID })
@@ -268,6 +304,14 @@ type scanner struct {
 	hasKey []bool
 	self   *matcher
 	selfNS string
+	// ids are the roots by device and inode, for locate: made on first
+	// use (a folder deeper than PATH_MAX is rare; a stat per root is not
+	// free at 100,000 runtimes).
+	idsOnce sync.Once
+	ids     map[devIno][]int
+	// ownCaps is this process's permitted capability set.
+	ownCaps   uint64
+	ownCapsOK bool
 
 	mu sync.Mutex
 	ns map[string]*matcher // by mount namespace link ("mnt:[4026531832]")
@@ -286,6 +330,12 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 	}
 	if l, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
 		s.selfNS = l
+	}
+	// Only as root: a process root cannot read holds capabilities root
+	// here lacks (a supervisor above a confined service or container).
+	// Without root, whatever cannot be read is unknown.
+	if data, err := os.ReadFile("/proc/self/status"); err == nil && os.Geteuid() == 0 {
+		s.ownCaps, s.ownCapsOK = capPrm(data)
 	}
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	mounts := parseMountinfo(data)
@@ -309,6 +359,21 @@ func newScanner(ctx context.Context, roots []string) *scanner {
 		s.ns[s.selfNS] = s.self
 	}
 	return s
+}
+
+// rootIDs returns the roots by device and inode.
+func (s *scanner) rootIDs() map[devIno][]int {
+	s.idsOnce.Do(func() {
+		s.ids = map[devIno][]int{}
+		for i, r := range s.roots {
+			var st unix.Stat_t
+			if unix.Stat(r, &st) == nil {
+				k := devIno{st.Dev, st.Ino}
+				s.ids[k] = append(s.ids[k], i)
+			}
+		}
+	})
+	return s.ids
 }
 
 // parentResolver resolves many paths that share parents (a pass's run

@@ -28,11 +28,24 @@
 // hundreds of processes and tens of thousands of descriptors. Scan once per
 // pass for every folder, and once more, for the one folder, under the lock.
 //
-// Processes that vanish while being read are not errors. Permission refused
-// on another user's process (possible when not running as root, or with
-// /proc mounted hidepid=) is counted in Snapshot.Denied and does not fail the
-// scan; a caller that needs certainty treats Denied > 0 as "maybe busy".
-// Other unexpected read errors are counted in Snapshot.Failed.
+// Processes that vanish while being read are not errors. Anything else
+// that cannot be read makes the answer unknown, and unknown is busy (fail
+// closed): Snapshot.Busy and Reason answer busy for every folder, with the
+// processes named ("unknown: 1 processes could not be read (pid 42 (node)
+// fd 7: ...)"). Permission refused on another user's process (when not
+// running as root, or with /proc mounted hidepid=) counts in Denied, other
+// errors in Failed. One exception: a scan running as root that is refused
+// by PID 1 of its own PID namespace, which holds capabilities the scan
+// lacks (the supervisor of the container the reclaimer runs in), counts it
+// in Privileged instead; that does not make the answer unknown. Any other
+// refusal does, however privileged the process: run the reclaimer as root
+// with CAP_SYS_PTRACE (root's default) so that it can read every process.
+//
+// A cwd, root or descriptor deeper than PATH_MAX has no path /proc can
+// give (ENAMETOOLONG). A folder is then found by identity: opened through
+// the magic link with O_PATH and climbed with ".." comparing device and
+// inode with the folders asked about. A file that deep cannot be climbed
+// from: that process is unread, so the answer is unknown.
 // Scan fails only when /proc cannot be listed or the context ends.
 //
 // The calling process is left out by default (Options.IncludeSelf): its own

@@ -70,6 +70,29 @@ func runHelper(mode, dir string) int {
 		if err := <-ready; err != nil {
 			return fail(err)
 		}
+	case "deep-cwd", "deep-file":
+		// Work (or hold a file) in a folder deeper than PATH_MAX below dir:
+		// its path cannot be read from /proc.
+		if err := os.Chdir(dir); err != nil {
+			return fail(err)
+		}
+		name := strings.Repeat("d", 250)
+		for range 20 {
+			if err := os.Mkdir(name, 0o755); err != nil && !os.IsExist(err) {
+				return fail(err)
+			}
+			if err := os.Chdir(name); err != nil {
+				return fail(err)
+			}
+		}
+		if mode == "deep-file" {
+			if _, err := unix.Open("held", unix.O_RDWR|unix.O_CREAT, 0o644); err != nil {
+				return fail(err)
+			}
+			if err := os.Chdir("/"); err != nil {
+				return fail(err)
+			}
+		}
 	case "fds":
 		// Hold many descriptors on files inside dir.
 		n, _ := strconv.Atoi(os.Getenv(helperEnv + "_N"))

@@ -1,61 +1,16 @@
 package busy
 
 import (
-	"bytes"
 	"strings"
+
+	"github.com/reclaimer/reclaimer/internal/mountinfo"
 )
 
 // mount is one line of a mountinfo file.
-type mount struct {
-	dev   string // "major:minor" of the filesystem
-	root  string // the directory of that filesystem the mount shows
-	point string // where it is mounted, in the reader's view
-}
+type mount = mountinfo.Mount
 
-// parseMountinfo reads the mounts of a mountinfo file (proc(5)). Lines that
-// do not parse are left out.
-func parseMountinfo(data []byte) []mount {
-	var ms []mount
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		// id parent major:minor root mountpoint options... - fstype ...
-		f := bytes.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		ms = append(ms, mount{
-			dev:   string(f[2]),
-			root:  unescapeOctal(string(f[3])),
-			point: unescapeOctal(string(f[4])),
-		})
-	}
-	return ms
-}
-
-// unescapeOctal undoes the \ooo escapes mountinfo uses for space, tab,
-// newline and backslash.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+// parseMountinfo reads the mounts of a mountinfo file (proc(5)).
+func parseMountinfo(data []byte) []mount { return mountinfo.Parse(data) }
 
 // within tells whether path equals dir or lies below it. Both are clean
 // and absolute.
@@ -90,7 +45,7 @@ type fsKey struct {
 func keyOf(ms []mount, path string) (fsKey, bool) {
 	best := -1
 	for i, m := range ms {
-		if within(path, m.point) && (best < 0 || len(m.point) >= len(ms[best].point)) {
+		if within(path, m.Point) && (best < 0 || len(m.Point) >= len(ms[best].Point)) {
 			best = i
 		}
 	}
@@ -99,12 +54,12 @@ func keyOf(ms []mount, path string) (fsKey, bool) {
 	}
 	m := ms[best]
 	rest := ""
-	if m.point != "/" {
-		rest = path[len(m.point):]
+	if m.Point != "/" {
+		rest = path[len(m.Point):]
 	} else if path != "/" {
 		rest = path
 	}
-	return fsKey{m.dev, joinRel(m.root, rest)}, true
+	return fsKey{m.Dev, joinRel(m.Root, rest)}, true
 }
 
 // aliases lists the paths under which the namespace described by ms shows
@@ -117,21 +72,21 @@ func keyOf(ms []mount, path string) (fsKey, bool) {
 func aliases(ms []mount, k fsKey) []string {
 	var out []string
 	for i, m := range ms {
-		if m.dev != k.dev {
+		if m.Dev != k.dev {
 			continue
 		}
 		var alias string
 		switch {
-		case within(k.path, m.root):
+		case within(k.path, m.Root):
 			rest := ""
-			if m.root != "/" {
-				rest = k.path[len(m.root):]
+			if m.Root != "/" {
+				rest = k.path[len(m.Root):]
 			} else if k.path != "/" {
 				rest = k.path
 			}
-			alias = joinRel(m.point, rest)
-		case within(m.root, k.path):
-			alias = m.point
+			alias = joinRel(m.Point, rest)
+		case within(m.Root, k.path):
+			alias = m.Point
 		default:
 			continue
 		}
@@ -147,10 +102,10 @@ func aliases(ms []mount, k fsKey) []string {
 // the same and listed later (stacked on top).
 func hidden(ms []mount, i int, path string) bool {
 	for j, o := range ms {
-		if j == i || !within(path, o.point) {
+		if j == i || !within(path, o.Point) {
 			continue
 		}
-		if len(o.point) > len(ms[i].point) || (o.point == ms[i].point && j > i) {
+		if len(o.Point) > len(ms[i].Point) || (o.Point == ms[i].Point && j > i) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package busy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -39,6 +40,8 @@ type worker struct {
 	roots  []int
 
 	procs, denied, failed int
+	privileged            int
+	unread                []string // the first few of this worker's
 	hits                  []hit
 }
 
@@ -60,16 +63,22 @@ type proc struct {
 	comm           string
 	commRead       bool
 	denied, failed bool
+	why            string // the first thing that could not be read
 }
 
-// note records a read error: vanishing is not one.
-func (p *proc) note(err error) {
+// note records a read error of what ("cwd", "fd 5", "maps"): vanishing is
+// not one.
+func (p *proc) note(err error, what string) {
 	switch {
 	case err == nil, errors.Is(err, unix.ENOENT), errors.Is(err, unix.ESRCH):
+		return
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		p.denied = true
 	default:
 		p.failed = true
+	}
+	if p.why == "" {
+		p.why = what + ": " + err.Error()
 	}
 }
 
@@ -77,7 +86,7 @@ func (w *worker) inspect(pid int) {
 	fd, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	p := &proc{pid: pid, fd: fd}
 	if err != nil {
-		p.note(err)
+		p.note(err, "/proc/PID")
 		w.count(p, false)
 		return
 	}
@@ -100,10 +109,28 @@ func (w *worker) count(p *proc, seen bool) {
 	if seen {
 		w.procs++
 	}
+	if p.denied && !p.failed && p.pid == 1 && w.s.morePrivileged(w, p) {
+		// The init of this PID namespace refused because it holds
+		// capabilities this process lacks: the supervisor of the container
+		// the reclaimer runs in, never an agent. It does not make the
+		// answer unknown; counted apart. Any other process refused is
+		// unknown, however privileged (a privileged agent container).
+		w.privileged++
+		return
+	}
 	if p.denied {
 		w.denied++
 	} else if p.failed {
 		w.failed++
+	}
+	if (p.denied || p.failed) && len(w.unread) < maxUnread {
+		if !p.commRead {
+			p.commRead = true
+			if data, err := w.readFile(p.fd, nameComm); err == nil {
+				p.comm = string(bytes.TrimRight(data, "\n"))
+			}
+		}
+		w.unread = append(w.unread, fmt.Sprintf("pid %d (%s) %s", p.pid, p.comm, p.why))
 	}
 }
 
@@ -111,8 +138,12 @@ func (w *worker) count(p *proc, seen bool) {
 // whether it could be read.
 func (w *worker) checkLink(p *proc, dirfd int, name []byte, what string) bool {
 	n, err := readlinkat(dirfd, name, w.link)
+	if err == unix.ENAMETOOLONG {
+		// Deeper than PATH_MAX: no name to match, so find it by identity.
+		return w.locate(p, dirfd, name, what)
+	}
 	if err != nil {
-		p.note(err)
+		p.note(err, what)
 		return false
 	}
 	w.check(p, w.link[:n], what)
@@ -143,7 +174,7 @@ func (w *worker) record(p *proc, root int, path []byte, what string) {
 func (w *worker) checkFDs(p *proc, dirfd int) int {
 	fdd, err := openat(dirfd, nameFD, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
-		p.note(err)
+		p.note(err, "fd")
 		return 0
 	}
 	defer unix.Close(fdd)
@@ -154,7 +185,7 @@ func (w *worker) checkFDs(p *proc, dirfd int) int {
 			continue
 		}
 		if err != nil {
-			p.note(err)
+			p.note(err, "fd")
 			return count
 		}
 		if n <= 0 {
@@ -169,8 +200,12 @@ func (w *worker) checkFDs(p *proc, dirfd int) int {
 			}
 			count++
 			l, err := readlinkat(fdd, name, w.link)
+			if err == unix.ENAMETOOLONG {
+				w.locate(p, fdd, name, "fd "+string(name[:bytes.IndexByte(name, 0)]))
+				continue
+			}
 			if err != nil {
-				p.note(err)
+				p.note(err, "fd "+string(name[:bytes.IndexByte(name, 0)]))
 				if err == unix.EACCES || err == unix.EPERM {
 					return count // the rest would be refused as well
 				}
@@ -192,7 +227,7 @@ func (w *worker) checkFDs(p *proc, dirfd int) int {
 func (w *worker) checkMaps(p *proc, dirfd int) {
 	data, err := w.readFile(dirfd, nameMaps)
 	if err != nil {
-		p.note(err)
+		p.note(err, "maps")
 		return
 	}
 	var prev []byte
@@ -258,7 +293,7 @@ func (w *worker) checkThreads(p *proc, nfds int, leaderAlive bool) {
 	}
 	td, err := openat(p.fd, nameTask, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
-		p.note(err)
+		p.note(err, "task")
 		return
 	}
 	defer unix.Close(td)
@@ -268,7 +303,7 @@ func (w *worker) checkThreads(p *proc, nfds int, leaderAlive bool) {
 			continue
 		}
 		if err != nil {
-			p.note(err)
+			p.note(err, "task")
 			return
 		}
 		if n <= 0 {
@@ -288,7 +323,7 @@ func (w *worker) checkThreads(p *proc, nfds int, leaderAlive bool) {
 			}
 			tfd, err := openat(td, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 			if err != nil {
-				p.note(err)
+				p.note(err, "task")
 				continue
 			}
 			if !sameFS {
@@ -322,7 +357,7 @@ func (w *worker) shares(p *proc, tid, nfds int) (sameFS, sameFiles bool) {
 			w.s.kcmpBroken.Store(true)
 			return false, nfds > 0
 		default:
-			p.note(e) // refused, or the thread is gone
+			p.note(e, "kcmp") // refused, or the thread is gone
 			return true, true
 		}
 	}
@@ -400,4 +435,92 @@ func openat(dirfd int, name []byte, flags int) (int, error) {
 		}
 		return int(fd), nil
 	}
+}
+
+// devIno names a file independently of its path and of the mount showing
+// it (a bind mount shows the same device and inode).
+type devIno struct{ dev, ino uint64 }
+
+// maxClimb bounds locate's walk up: far deeper than any real tree.
+const maxClimb = 1 << 16
+
+// locate finds which roots the target of the link name in dirfd (a cwd,
+// root or descriptor too deep for its path to be read) lies in, by
+// identity: it opens the target itself (O_PATH through the magic link) and,
+// for a folder, climbs ".." comparing device and inode with the roots'
+// until the top. A target that is not a folder cannot be climbed from: the
+// process is counted as unread, which makes the answer unknown (busy).
+func (w *worker) locate(p *proc, dirfd int, name []byte, what string) bool {
+	fd, err := openat(dirfd, name, unix.O_PATH|unix.O_CLOEXEC)
+	if err != nil {
+		p.note(err, what)
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		p.note(err, what)
+		return false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		p.note(unix.ENAMETOOLONG, what+" (a file deeper than PATH_MAX)")
+		return false
+	}
+	ids := w.s.rootIDs()
+	dotdot := []byte("..\x00")
+	for range maxClimb {
+		for _, r := range ids[devIno{st.Dev, st.Ino}] {
+			w.record(p, r, []byte("(a folder deeper than PATH_MAX)"), what)
+		}
+		up, err := openat(fd, dotdot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		unix.Close(fd)
+		if err != nil {
+			p.note(err, what)
+			return false
+		}
+		fd = up
+		var pst unix.Stat_t
+		if err := unix.Fstat(fd, &pst); err != nil {
+			unix.Close(fd)
+			p.note(err, what)
+			return false
+		}
+		if pst.Dev == st.Dev && pst.Ino == st.Ino {
+			break // the top: ".." is itself
+		}
+		st = pst
+	}
+	unix.Close(fd)
+	return true
+}
+
+var nameStatus = []byte("status\x00")
+
+// capPrm reads the permitted capability set from a status file.
+func capPrm(status []byte) (uint64, bool) {
+	i := bytes.Index(status, []byte("\nCapPrm:"))
+	if i < 0 {
+		return 0, false
+	}
+	line := status[i+len("\nCapPrm:"):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 16, 64)
+	return v, err == nil
+}
+
+// morePrivileged tells whether p holds a permitted capability this
+// process lacks (its status file is readable to all).
+func (s *scanner) morePrivileged(w *worker, p *proc) bool {
+	if !s.ownCapsOK || p.fd < 0 {
+		return false
+	}
+	data, err := w.readFile(p.fd, nameStatus)
+	if err != nil {
+		return false
+	}
+	c, ok := capPrm(data)
+	return ok && c&^s.ownCaps != 0
 }

@@ -147,3 +147,42 @@ func TestCachesAndDependenciesInOnePass(t *testing.T) {
 		t.Fatalf("after reclaiming, last active is %v; it was %v: reclaiming counted as activity", rows, old)
 	}
 }
+
+// TestIgnoredFolderShedOnlyWhenRebuildablePlan: over the disk budget a
+// workspace sheds its rebuildable node_modules but keeps an ignored
+// secrets/ folder (its name is on the keep list, and it holds a .env), and
+// the plan says so with why.
+func TestIgnoredFolderShedOnlyWhenRebuildablePlan(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	testtree.MountTmpfs(t, runs, "size=32m")
+	ws := newRepo(t, filepath.Join(runs, "r1", "workspace"))
+	write(t, filepath.Join(ws, ".gitignore"), "node_modules/\nsecrets/\n")
+	git(t, ws, "add", ".gitignore")
+	git(t, ws, "commit", "-q", "-m", "ignore secrets")
+	write(t, filepath.Join(ws, "node_modules", "big", "index.js"), strings.Repeat("x", 8<<20))
+	write(t, filepath.Join(ws, "secrets", ".env"), "TOKEN=1")
+	age(t, time.Now().Add(-48*time.Hour), filepath.Join(runs, "r1"))
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(runs, &st); err != nil {
+		t.Fatal(err)
+	}
+	used := float64(st.Blocks-st.Bfree) / float64(st.Blocks-st.Bfree+st.Bavail)
+	cfg := config(t, dir, fmt.Sprintf("[[dirs]]\nroot = %q\nworkspaces = [\"workspace\"]\ndisk_high = %.4f\ndisk_low = %.4f\n", runs, used-0.01, used/4))
+	var p planJSON
+	runJSON(t, &p, "--config", cfg, "plan")
+	if len(p.Actions) != 1 || len(p.Actions[0].Paths) != 1 || p.Actions[0].Paths[0] != filepath.Join(ws, "node_modules") {
+		t.Fatalf("actions %+v, want node_modules shed alone", p.Actions)
+	}
+	reported := false
+	for _, s := range p.Skipped {
+		reported = reported || (s.Runtime == "r1" && strings.Contains(s.Reason, "kept "+filepath.Join(ws, "secrets")+":"))
+	}
+	if !reported {
+		t.Fatalf("the kept secrets/ is not reported: %+v", p.Skipped)
+	}
+	runOK(t, "--config", cfg, "apply")
+	if exists(filepath.Join(ws, "node_modules")) || !exists(filepath.Join(ws, "secrets", ".env")) {
+		t.Fatal("after apply: node_modules must be gone and secrets/.env kept")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/reclaimer/reclaimer/internal/diskusage"
@@ -65,6 +66,9 @@ func (c *command) size(ctx context.Context, args []string, asJSON bool) error {
 		note := ""
 		if len(r.Skipped) > 0 {
 			note = fmt.Sprintf("%d mount points not entered", len(r.Skipped))
+		}
+		if r.SharedBytes > 0 {
+			note = strings.TrimPrefix(note+"; ", "; ") + sizeText(r.SharedBytes) + " hard-linked from outside, not counted"
 		}
 		if r.Error != "" {
 			note = r.Error

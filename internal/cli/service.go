@@ -43,7 +43,7 @@ func (c *command) loadConfig() (*config.Config, error) {
 	if err := sources.AdHoc(cfg, c.g.repos, c.g.dirs); err != nil {
 		return nil, usageError{err}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ResolvePaths(); err != nil {
 		return nil, usageError{err}
 	}
 	return cfg, nil

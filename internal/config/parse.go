@@ -29,7 +29,14 @@ func Load(path string, kinds []Kind) (*Config, error) {
 	if len(data) > maxFileSize {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxFileSize)}
 	}
-	return Parse(data, path, kinds)
+	c, err := Parse(data, path, kinds)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ResolvePaths(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Parse parses and validates a configuration whose source tables are of

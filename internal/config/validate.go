@@ -31,8 +31,8 @@ import (
 //
 // Each kind of source checks its own keys (Table.Check).
 //
-// The overlap checks compare paths as written: they do not resolve symbolic
-// links.
+// The overlap checks compare paths as written; ResolvePaths (which Load
+// calls) resolves symbolic links and runs them again on the resolved paths.
 func (c *Config) Validate() error {
 	v := &validator{c: c}
 	v.absPath("ledger.path", c.Ledger.Path, "ledger file")

@@ -41,7 +41,9 @@ func (p Problem) String() string { return p.Path + ": " + p.Err.Error() }
 
 // Result says what a deletion did.
 type Result struct {
-	FreedBytes int64 // allocated bytes of removed entries, hard links once
+	// FreedBytes are the allocated bytes of the inodes whose every link
+	// was removed: a file also linked from outside the tree frees nothing.
+	FreedBytes int64
 	Removed    int64 // entries removed, directories included
 	// Skipped are mount points left alone, by rule.
 	Skipped      []Problem
@@ -128,7 +130,7 @@ type deleter struct {
 
 	sawLinks atomic.Bool
 	linksMu  sync.Mutex
-	links    map[[2]uint64]struct{}
+	links    map[[2]uint64]linkState
 
 	mu           sync.Mutex
 	skipped      []Problem
@@ -161,20 +163,32 @@ func (d *deleter) fail(path string, err error) {
 	d.mu.Unlock()
 }
 
-// firstLink tells whether a multiply linked inode is met for the first time.
-func (d *deleter) firstLink(dev, ino uint64) bool {
+// linkState is what the deletion knows of a multiply linked inode: its link
+// count when first met, and how many of its links this deletion removed.
+type linkState struct{ first, removed uint64 }
+
+// freesInode tells, after one of its links was unlinked, whether the
+// deletion has now removed every link of the inode (st was read right
+// before that unlink): only then are its blocks freed. A file hard-linked
+// from outside the tree (pnpm's store) frees nothing.
+func (d *deleter) freesInode(st *unix.Stat_t) bool {
 	d.linksMu.Lock()
 	defer d.linksMu.Unlock()
-	if d.links == nil {
-		d.links = make(map[[2]uint64]struct{})
+	k := [2]uint64{st.Dev, st.Ino}
+	e, ok := d.links[k]
+	if !ok {
+		if st.Nlink <= 1 {
+			return true
+		}
+		if d.links == nil {
+			d.links = make(map[[2]uint64]linkState)
+		}
+		e.first = uint64(st.Nlink)
+		d.sawLinks.Store(true)
 	}
-	k := [2]uint64{dev, ino}
-	if _, ok := d.links[k]; ok {
-		return false
-	}
-	d.links[k] = struct{}{}
-	d.sawLinks.Store(true)
-	return true
+	e.removed++
+	d.links[k] = e
+	return e.removed == e.first
 }
 
 func (d *deleter) EnterDir(n *dirwalk.Node, fd int, st *unix.Stat_t) {
@@ -225,10 +239,11 @@ func (d *deleter) Entry(n *dirwalk.Node, dirfd int, name string, typ uint8) {
 		return
 	}
 	d.progress(d.removed.Add(1))
-	// A multiply linked inode is counted at its first link. Once any was
-	// seen, every file is checked, because by the time its last link is
-	// unlinked its link count reads 1.
-	if (st.Nlink > 1 || d.sawLinks.Load()) && !d.firstLink(st.Dev, st.Ino) {
+	// A multiply linked inode is counted when its last link goes, and only
+	// if every link was inside the tree. Once one was seen, every file is
+	// checked, because by the time its last link is unlinked its link count
+	// reads 1.
+	if (st.Nlink > 1 || d.sawLinks.Load()) && !d.freesInode(&st) {
 		return
 	}
 	d.freed.Add(st.Blocks * 512)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,14 +81,25 @@ func (c *Client) Ping(ctx context.Context) error {
 type Mount struct {
 	// Type is "bind", "volume", "tmpfs", ...
 	Type string
-	// Source is the host path of a bind mount (empty for tmpfs).
+	// Source is the host path of a bind mount (empty for tmpfs); for a
+	// volume of the local driver that binds a host folder
+	// (`-o type=none,o=bind,device=DIR`), that folder, DIR; for other
+	// volumes the Engine's storage location.
 	Source      string
 	Destination string
 	RW          bool
+	// Volume is the volume's name, for a volume mount.
+	Volume string
+	// volumeBind: a volume whose Source is the host folder its device binds.
+	volumeBind bool
 }
 
-// Bind tells whether m is a bind mount of a host path.
-func (m Mount) Bind() bool { return m.Type == string(mount.TypeBind) && m.Source != "" }
+// Bind tells whether m shows a host folder in the container: a bind mount,
+// or a volume whose device binds one. Either way the container reads and
+// writes that folder, so both count for ownership and busyness.
+func (m Mount) Bind() bool {
+	return m.Source != "" && (m.Type == string(mount.TypeBind) || m.volumeBind)
+}
 
 // Container is what a listing tells of one container.
 type Container struct {
@@ -132,6 +144,10 @@ func (c *Client) List(ctx context.Context, labels map[string]string, states ...s
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	vols, err := c.volumeBinds(ctx, res.Items)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
 	out := make([]Container, 0, len(res.Items))
 	for _, s := range res.Items {
 		name := ""
@@ -139,17 +155,69 @@ func (c *Client) List(ctx context.Context, labels map[string]string, states ...s
 			name = strings.TrimPrefix(s.Names[0], "/")
 		}
 		out = append(out, Container{ID: s.ID, Name: name, State: string(s.State), Labels: s.Labels,
-			Created: time.Unix(s.Created, 0).UTC(), Mounts: mounts(s.Mounts)})
+			Created: time.Unix(s.Created, 0).UTC(), Mounts: mounts(s.Mounts, vols)})
 	}
 	return out, nil
 }
 
-func mounts(ms []container.MountPoint) []Mount {
+// mounts converts the Engine's mounts; vols maps a volume name to the host
+// folder its device binds.
+func mounts(ms []container.MountPoint, vols map[string]string) []Mount {
 	out := make([]Mount, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, Mount{Type: string(m.Type), Source: m.Source, Destination: m.Destination, RW: m.RW})
+		mt := Mount{Type: string(m.Type), Source: m.Source, Destination: m.Destination, RW: m.RW}
+		if m.Type == mount.TypeVolume {
+			mt.Volume = m.Name
+			if dev, ok := vols[m.Name]; ok {
+				mt.Source, mt.volumeBind = dev, true
+			}
+		}
+		out = append(out, mt)
 	}
 	return out
+}
+
+// volumeBinds maps the name of every local volume that binds a host folder
+// (`--driver local -o type=none -o o=bind -o device=DIR`) to DIR, in one
+// request, made only when some container mounts a volume. A listing the
+// Engine refuses fails the caller: a folder used through a volume we could
+// not read must not look unowned.
+func (c *Client) volumeBinds(ctx context.Context, cs []container.Summary) (map[string]string, error) {
+	need := false
+	for _, s := range cs {
+		for _, m := range s.Mounts {
+			need = need || m.Type == mount.TypeVolume
+		}
+	}
+	if !need {
+		return nil, nil
+	}
+	res, err := c.api.VolumeList(ctx, client.VolumeListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	out := map[string]string{}
+	for _, v := range res.Items {
+		if dev, ok := BindDevice(v.Driver, v.Options); ok {
+			out[v.Name] = dev
+		}
+	}
+	return out, nil
+}
+
+// BindDevice tells whether a volume of driver with these options binds a
+// host folder, and which: the local driver with o=bind (or rbind) among its
+// mount options and an absolute device.
+func BindDevice(driver string, opts map[string]string) (string, bool) {
+	if driver != "local" || !filepath.IsAbs(opts["device"]) {
+		return "", false
+	}
+	for _, o := range strings.Split(opts["o"], ",") {
+		if o = strings.TrimSpace(o); o == "bind" || o == "rbind" {
+			return filepath.Clean(opts["device"]), true
+		}
+	}
+	return "", false
 }
 
 // Inspect returns one container's details; with size, the Engine also
@@ -162,7 +230,11 @@ func (c *Client) Inspect(ctx context.Context, id string, size bool) (Details, er
 		return Details{}, fmt.Errorf("inspect container %s: %w", id, err)
 	}
 	r := res.Container
-	d := Details{Container: Container{ID: r.ID, Name: strings.TrimPrefix(r.Name, "/"), Mounts: mounts(r.Mounts)}, SizeRw: -1}
+	vols, err := c.volumeBinds(ctx, []container.Summary{{Mounts: r.Mounts}})
+	if err != nil {
+		return Details{}, fmt.Errorf("inspect container %s: %w", id, err)
+	}
+	d := Details{Container: Container{ID: r.ID, Name: strings.TrimPrefix(r.Name, "/"), Mounts: mounts(r.Mounts, vols)}, SizeRw: -1}
 	if r.Config != nil {
 		d.Labels = r.Config.Labels
 	}

@@ -279,6 +279,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 					// Skipped or failed after the export: an archive
 					// nothing refers to would only take space.
 					e.dropExport(archive.ObjectBase(rt.Backend, rt.ID, p.CreatedAt), got)
+					e.abandonExport(b, rt, p.CreatedAt)
 				}
 			}()
 		case rt.Unsaved != "":
@@ -286,7 +287,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 
-	unlock, err := e.lockRuntime(rt.Key)
+	unlock, err := e.lockRuntime(ctx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
 		return r, nil

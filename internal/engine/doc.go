@@ -44,6 +44,8 @@
 // trash of every managed root purges its leftovers when opened.
 //
 // One runtime's failure never stops a pass: it is recorded in the result
-// and the pass goes on. An Engine is safe for concurrent use; two processes
-// sharing a state folder exclude each other per runtime with file locks.
+// and the pass goes on. An Engine is safe for concurrent use; processes
+// sharing a ledger exclude each other per runtime with Options.Locker: file
+// locks under the state folder on one host, PostgreSQL's advisory locks
+// across the hosts of a fleet.
 package engine

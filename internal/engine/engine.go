@@ -17,6 +17,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
 	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/filelock"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/sink"
@@ -47,8 +48,13 @@ type BusyFunc func(ctx context.Context, paths []string) (map[string]string, erro
 type Options struct {
 	Ledger  ledger.Store
 	Sources []Source
-	// StateDir holds the per-runtime lock files.
+	// StateDir holds the lock files (of applies, and of runtimes when
+	// Locker is nil).
 	StateDir string
+	// Locker keeps a runtime still while apply re-checks it and flips its
+	// state, against every process sharing the ledger; nil: a file lock
+	// per runtime under StateDir/locks (one host).
+	Locker ledger.Locker
 	// ArchiveDir is where archives are written when Sink is nil, and the
 	// parent of the private staging folders of exports.
 	ArchiveDir string
@@ -131,6 +137,13 @@ func New(opts Options) (*Engine, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(opts.StateDir, "locks"), 0o700); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	if opts.Locker == nil {
+		l, err := filelock.New(filepath.Join(opts.StateDir, "locks"))
+		if err != nil {
+			return nil, fmt.Errorf("new engine: %w", err)
+		}
+		opts.Locker = l
 	}
 	return &Engine{opts: opts, log: opts.Logger, trashes: map[string]*trash.Trash{}, purged: map[string]chan int64{}, early: map[string]int64{}}, nil
 }

@@ -123,6 +123,21 @@ func (e *Engine) dropExport(base string, exp backend.Export) {
 	}
 }
 
+// abandonExport undoes what an export no archive was recorded for left in
+// the runtime itself (backend.ExportAbandoner): the ref of a worktree's
+// snapshot is kept only for a recorded archive.
+func (e *Engine) abandonExport(b backend.Backend, rt backend.Runtime, at time.Time) {
+	ab, ok := backend.As[backend.ExportAbandoner](b)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ab.AbandonExport(ctx, rt, at); err != nil {
+		e.log.Warn("undo abandoned export", "runtime", rt.Key.String(), "err", err)
+	}
+}
+
 // recordFailure adds a "failed" notice for a destructive action that
 // failed: the runtime stays, and whoever watches notices learns why.
 func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
@@ -138,8 +153,10 @@ func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string
 // lists, the objects a worktree or run folder export writes, and the
 // manifest. An archive the ledger recorded is never touched: it may be the
 // only copy of the runtime's work. Plan IDs start with the plan's time,
-// which names the archive's objects (archive.ObjectBase).
-func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planID string) {
+// which names the archive's objects (archive.ObjectBase). What the export
+// left in the runtime itself (a worktree's snapshot refs) goes too, through
+// the backend's ExportAbandoner, when the runtime is still there (s).
+func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planID string, s *Seen) {
 	if e.opts.Sink == nil || len(planID) < len("20060102T150405Z") {
 		return
 	}
@@ -163,6 +180,9 @@ func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planI
 			}
 		}
 	}
+	if s != nil && s.Runtime != nil {
+		e.abandonExport(s.Source.Backend, *s.Runtime, at)
+	}
 	exp := backend.Export{}
 	if m, err := archive.ReadManifestFrom(ctx, e.opts.Sink, manifest); err == nil {
 		for _, o := range m.Objects {
@@ -175,9 +195,29 @@ func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planI
 	e.dropExport(base, exp)
 }
 
+// sweepTemporary removes what a killed export left half written: the
+// sink's temporary objects (sink.Sweeper) and every staging folder. Called
+// under the apply lock, when no export of any process is running, so
+// nothing in flight is taken.
+func (e *Engine) sweepTemporary(ctx context.Context) {
+	if sw, ok := e.opts.Sink.(sink.Sweeper); ok {
+		removed, err := sw.SweepTemporary(ctx)
+		if err != nil {
+			e.log.Warn("sweep temporary archive objects", "err", err)
+		}
+		if len(removed) > 0 {
+			e.log.Info("removed temporary archive objects a killed export left", "objects", len(removed))
+		}
+	}
+	if e.opts.ArchiveDir != "" {
+		sweepStaging(e.opts.ArchiveDir, time.Time{})
+	}
+}
+
 // sweepStaging removes staging folders a crash left behind: those not
 // changed for a day (a running export of another process touches its own
-// folder far more often than that).
+// folder far more often than that), or all of them when now is zero
+// (under the apply lock, at start).
 func sweepStaging(dir string, now time.Time) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -187,7 +227,7 @@ func sweepStaging(dir string, now time.Time) {
 		if !ent.IsDir() || !strings.HasPrefix(ent.Name(), ".staging-") {
 			continue
 		}
-		if fi, err := ent.Info(); err == nil && now.Sub(fi.ModTime()) > 24*time.Hour {
+		if fi, err := ent.Info(); err == nil && (now.IsZero() || now.Sub(fi.ModTime()) > 24*time.Hour) {
 			os.RemoveAll(filepath.Join(dir, ent.Name()))
 		}
 	}

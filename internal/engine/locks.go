@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -13,30 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
 )
 
-// lockRuntime takes the runtime's lock, shared by every reclaimer process
-// using this state folder (flock locks one open file description, so two
-// goroutines of one process exclude each other too). It does not wait: a
-// runtime another pass is acting on is skipped, not queued.
-func (e *Engine) lockRuntime(k backend.Key) (unlock func(), err error) {
-	sum := sha256.Sum256([]byte(k.Unique()))
-	path := filepath.Join(e.opts.StateDir, "locks", hex.EncodeToString(sum[:12])+".lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", k, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if err == unix.EWOULDBLOCK {
-			return nil, fmt.Errorf("lock %s: another reclaimer pass is acting on it: %w", k, backend.ErrBusy)
-		}
-		return nil, fmt.Errorf("lock %s: %w", k, err)
-	}
-	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
+// lockRuntime takes the runtime's lock (Options.Locker: a file lock
+// under the state folder, or PostgreSQL's advisory lock in a fleet). It
+// does not wait: a runtime another pass is acting on is skipped, not
+// queued.
+func (e *Engine) lockRuntime(ctx context.Context, k backend.Key) (unlock func(), err error) {
+	return e.takeLock(ctx, k, 0, "another reclaimer pass is acting on it")
 }
 
 // LockRuntime takes the runtime's lock, waiting while a pass acts on it
@@ -45,20 +28,28 @@ func (e *Engine) lockRuntime(k backend.Key) (unlock func(), err error) {
 // removal of the same runtime: either the pass sees the hold, or the hold
 // is written after the pass is done and the caller sees what it did.
 func (e *Engine) LockRuntime(ctx context.Context, k backend.Key) (unlock func(), err error) {
-	const poll = 5 * time.Millisecond // flock has no timeout; passes hold it for microseconds to seconds
-	for {
-		unlock, err := e.lockRuntime(k)
-		if err == nil || !errors.Is(err, backend.ErrBusy) {
-			return unlock, err
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("lock %s: a pass is still acting on it: %w", k, backend.ErrBusy)
-		case <-t.C:
-		}
+	wait := time.Hour // flock and PostgreSQL both stop waiting when ctx ends
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(d), time.Millisecond)
 	}
+	return e.takeLock(ctx, k, wait, "a pass is still acting on it")
+}
+
+func (e *Engine) takeLock(ctx context.Context, k backend.Key, wait time.Duration, busy string) (func(), error) {
+	release, err := e.opts.Locker.Lock(ctx, k, wait)
+	if errors.Is(err, ledger.ErrLocked) || (wait > 0 && ctx.Err() != nil) {
+		return nil, fmt.Errorf("lock %s: %s: %w", k, busy, backend.ErrBusy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		// A lock lost while held (its PostgreSQL session ended) is
+		// worth knowing: another holder may have run at the same time.
+		if err := release(); err != nil {
+			e.log.Error("runtime lock", "runtime", k.String(), "err", err)
+		}
+	}, nil
 }
 
 // applyLock is held shared by every Apply and exclusively by Recover, in

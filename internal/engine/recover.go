@@ -9,8 +9,9 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger"
 )
 
-// Recover finishes or closes what a crash left half done, and opens the
-// trash of every managed root so that leftovers are purged. It is
+// Recover finishes or closes what a crash left half done, sweeps the
+// temporary archive objects and staging folders a killed export left, and
+// opens the trash of every managed root so that leftovers are purged. It is
 // idempotent: running it twice changes nothing the second time.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
 	st := e.opts.Ledger
@@ -25,6 +26,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	defer unlock()
+	e.sweepTemporary(ctx)
 	entries, err := st.Unfinished(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("recover: %w", err)
@@ -69,7 +71,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			out.Result, out.Reason = ledger.ResultDone, "finished after a restart"
 		case step.Destructive():
 			out.Result, out.Reason = ledger.ResultFailed, "interrupted before the removal; nothing was removed"
-			e.dropInterruptedExport(ctx, k, j.Intent.PlanID)
+			e.dropInterruptedExport(ctx, k, j.Intent.PlanID, w.Find(k))
 		default:
 			out.Result, out.Reason = ledger.ResultSkipped, "interrupted; the next pass plans it again"
 		}

@@ -308,6 +308,9 @@ func neutraliseDrivers(list []byte) []string {
 const maxStderr = 64 << 10
 
 func (r Runner) exec(ctx context.Context, bin, dir string, stdin io.Reader, extra, args []string) ([]byte, error) {
+	if err := checkReadFiles(dir); err != nil {
+		return nil, &Error{Args: args, ExitCode: -1, Err: err}
+	}
 	ctx, overflow := context.WithCancelCause(ctx)
 	defer overflow(nil)
 
@@ -328,7 +331,12 @@ func (r Runner) exec(ctx context.Context, bin, dir string, stdin io.Reader, extr
 	}
 	cmd.WaitDelay = 2 * time.Second
 
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		stop := watchFIFO(cmd.Process.Pid, overflow)
+		err = cmd.Wait()
+		stop()
+	}
 	if err == nil && !stdout.over {
 		return stdout.buf.Bytes(), nil
 	}

@@ -40,9 +40,18 @@
 //     (lexically, on cleaned absolute paths; the workspace itself must be
 //     reached from the root without a symbolic link, and a path with ".."
 //     is refused);
-//   - no ".git" (file or directory: a clone, a submodule, a worktree)
-//     exists in it or in a directory up to CloneDepth levels below it
-//     (default 3); unreadable directories count as holding one.
+//   - it is rebuildable, a positive test (rebuildable.go): no ".git" (file
+//     or directory: a clone, a submodule, a worktree) exists anywhere in it,
+//     at any depth, nor a mount point or a folder that cannot be read; and
+//     either its name is a known dependency or build output
+//     (Options.Rebuildable, default DefaultRebuildable: node_modules, .venv,
+//     venv, target, build, dist, .gradle, __pycache__, .next, ...), or no
+//     entry in it, itself included, matches the keep list (Options.Keep,
+//     default DefaultKeep: .env*, *.pem, *credentials*, *.tfstate*, id_*,
+//     *.key, ...). Anything else is kept and reported through
+//     Options.Kept with why. Checking costs one walk of the folder's names
+//     (no stat): about 12% more for a Select over the recorded
+//     node_modules shape (docs/benchmarks.md).
 //
 // Only the top-most of the selected directories are returned. What counts
 // as ignored is the repository's own .gitignore files and info/exclude:

@@ -16,10 +16,6 @@ import (
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 )
 
-// DefaultCloneDepth is how many levels below a candidate directory are
-// searched for a ".git" when Options.CloneDepth is zero.
-const DefaultCloneDepth = 3
-
 // maxIgnoreFile bounds the size of one ignore file read for negations.
 const maxIgnoreFile = 8 << 20
 
@@ -28,10 +24,16 @@ type Options struct {
 	// Root is the managed root the workspace lives in; required. Nothing
 	// outside it is ever selected.
 	Root string
-	// CloneDepth is how many levels below a candidate directory a ".git"
-	// (file or directory) makes it someone's clone and keeps it. The
-	// candidate itself is level 0. Zero means DefaultCloneDepth.
+	// CloneDepth is accepted for compatibility and must not be negative: a
+	// ".git" at any depth below a candidate keeps it.
 	CloneDepth int
+	// Rebuildable are the folder names shed even when a file inside looks
+	// like a secret (default DefaultRebuildable); Keep the name patterns
+	// that keep any other ignored folder (default DefaultKeep).
+	Rebuildable, Keep []string
+	// Kept, when set, is called for each ignored folder kept by these
+	// rules, with why: the caller reports it.
+	Kept func(dir, why string)
 }
 
 // Dir is one directory that can be shed whole.
@@ -47,12 +49,8 @@ func Select(ctx context.Context, r gitcmd.Runner, workspace string, opts Options
 	if opts.Root == "" {
 		return nil, errors.New("select dependencies: managed root not set")
 	}
-	depth := opts.CloneDepth
-	if depth == 0 {
-		depth = DefaultCloneDepth
-	}
-	if depth < 0 {
-		return nil, fmt.Errorf("select dependencies: clone depth %d is negative", depth)
+	if opts.CloneDepth < 0 {
+		return nil, fmt.Errorf("select dependencies: clone depth %d is negative", opts.CloneDepth)
 	}
 	if hasDotDot(opts.Root) || hasDotDot(workspace) {
 		return nil, fmt.Errorf("select dependencies in %s: path with \"..\": %w", workspace, beneath.ErrOutside)
@@ -81,9 +79,15 @@ func Select(ctx context.Context, r gitcmd.Runner, workspace string, opts Options
 	if err != nil {
 		return nil, err
 	}
+	if opts.Rebuildable == nil {
+		opts.Rebuildable = DefaultRebuildable
+	}
+	if opts.Keep == nil {
+		opts.Keep = DefaultKeep
+	}
 	var dirs []Dir
 	for _, repo := range repos {
-		ds, err := selectIn(ctx, r, repo, ws, root, depth)
+		ds, err := selectIn(ctx, r, repo, ws, root, opts)
 		if err != nil {
 			return nil, fmt.Errorf("select dependencies in %s: %w", repo, err)
 		}
@@ -146,7 +150,7 @@ func isTopLevel(ctx context.Context, r gitcmd.Runner, dir string) (bool, error) 
 }
 
 // selectIn selects in one repository.
-func selectIn(ctx context.Context, r gitcmd.Runner, repo, ws, root string, depth int) ([]Dir, error) {
+func selectIn(ctx context.Context, r gitcmd.Runner, repo, ws, root string, opts Options) ([]Dir, error) {
 	out, err := r.Run(ctx, repo, "ls-files", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("list tracked files: %w", err)
@@ -189,11 +193,14 @@ func selectIn(ctx context.Context, r gitcmd.Runner, repo, ws, root string, depth
 		if err := realDirs(repo, rel); err != nil {
 			continue // gone, or a symbolic link on the way: never followed
 		}
-		held, err := holdsGit(ctx, abs, depth)
+		why, err := keepReason(ctx, abs, opts.Rebuildable, opts.Keep)
 		if err != nil {
 			return nil, err
 		}
-		if held {
+		if why != "" {
+			if opts.Kept != nil {
+				opts.Kept(abs, why)
+			}
 			continue
 		}
 		dirs = append(dirs, Dir{Path: abs, Repo: repo})
@@ -309,36 +316,6 @@ func containsTracked(sorted []string, dir string) bool {
 	prefix := dir + "/"
 	i, _ := slices.BinarySearch(sorted, prefix)
 	return i < len(sorted) && strings.HasPrefix(sorted[i], prefix)
-}
-
-// holdsGit tells whether dir, or a directory up to depth levels below it,
-// holds a ".git" entry of any type. Symbolic links are not followed. A
-// directory that cannot be read counts as holding one: what is unknown is
-// kept.
-func holdsGit(ctx context.Context, dir string, depth int) (bool, error) {
-	level := []string{dir}
-	for d := 0; d <= depth && len(level) > 0; d++ {
-		var next []string
-		for _, p := range level {
-			if err := ctx.Err(); err != nil {
-				return false, err
-			}
-			ents, err := os.ReadDir(p)
-			if err != nil {
-				return true, nil
-			}
-			for _, e := range ents {
-				if strings.EqualFold(e.Name(), ".git") {
-					return true, nil
-				}
-				if d < depth && e.Type().IsDir() {
-					next = append(next, filepath.Join(p, e.Name()))
-				}
-			}
-		}
-		level = next
-	}
-	return false, nil
 }
 
 // realDirs checks that every component of rel below base is a directory

@@ -3,7 +3,7 @@
 // archives, notices, and a journal of every action taken (DESIGN §2, §4).
 //
 // The record lives behind the [Store] interface. The embedded SQLite store is
-// in ledger/sqlite; a PostgreSQL store for fleets can be added later. Every
+// in ledger/sqlite, the PostgreSQL store of a fleet in ledger/postgres. Every
 // store must pass the conformance suite in ledger/ledgertest, which is the
 // executable form of this contract.
 //
@@ -14,8 +14,8 @@
 // ID; their records, pins, leases, holds, retention overrides, notices and
 // archives are distinct, and filters match the key whole (a filter's
 // Source narrows to one source). A store keeps its key encoding in one
-// place (sqlite/encode.go: the columns, the match, the order, the
-// arguments and the scan), so that the order of [Key.Compare] and the
+// place (sqlite/encode.go, postgres/key.go: the columns, the match, the
+// order, the arguments and the scan), so that the order of [Key.Compare] and the
 // cursors built on it are the same in every store.
 //
 // Records written before keys carried their source (schema 1) have an
@@ -24,6 +24,12 @@
 // (AdoptLegacy), and reports one two sources claim. The SQLite store's
 // migrations are numbered files (sqlite/migrations), each run once and
 // tested from a file of the schema before it.
+//
+// Two more contracts come with sharing a ledger. A [Locker] keeps one
+// runtime still against every process using the ledger (ledger/filelock on
+// one host, an advisory lock in PostgreSQL); ledgertest.RunLocker is its
+// suite, across processes. A [Fencer] runs writes that commit only while a
+// leadership lease still holds a generation (package leader).
 //
 // # Concurrency
 //

@@ -16,6 +16,9 @@ import (
 var (
 	ErrNotFound = backend.ErrNotFound
 	ErrConflict = backend.ErrConflict
+	// ErrTimeRange is wrapped by a write whose time lies outside MinTime
+	// and MaxTime: bad input, not a failure of the store.
+	ErrTimeRange = errors.New("outside the times a ledger keeps")
 )
 
 // Stores keep times as nanoseconds since 1970 in 64 bits, so a recorded
@@ -27,11 +30,25 @@ var (
 	MaxTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
+// BoundNanos encodes a time that a store only compares with (a filter, a
+// prune bound) as nanoseconds since 1970, clamped to what 64 bits hold.
+// Every stored time lies within MinTime..MaxTime, so the comparison stays
+// right where plain UnixNano would wrap.
+func BoundNanos(t time.Time) int64 {
+	switch {
+	case t.Before(MinTime):
+		return math.MinInt64
+	case t.After(MaxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
 // checkTime rejects a non-zero time outside MinTime..MaxTime.
 func checkTime(what string, t time.Time) error {
 	if !t.IsZero() && (t.Before(MinTime) || t.After(MaxTime)) {
-		return fmt.Errorf("%s %s is outside the times a ledger keeps (%s to %s)",
-			what, t.Format(time.RFC3339), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+		return fmt.Errorf("%s %s is %w (%s to %s)",
+			what, t.Format(time.RFC3339), ErrTimeRange, MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
@@ -82,7 +83,7 @@ func Classify(err error) Category {
 		return Category{}
 	case errors.As(err, &cat):
 		return cat.Category()
-	case errors.As(err, &in), errors.Is(err, config.ErrInvalid), errors.Is(err, plan.ErrInvalid):
+	case errors.As(err, &in), errors.Is(err, config.ErrInvalid), errors.Is(err, plan.ErrInvalid), errors.Is(err, ledger.ErrTimeRange):
 		return CatBadRequest
 	case errors.Is(err, ErrUnauthorized):
 		return CatUnauthorized

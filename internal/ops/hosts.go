@@ -38,6 +38,13 @@ func (a *App) Register(ctx context.Context, reg Registration) (*views.Runtime, e
 			return nil, err
 		}
 	}
+	// What its source would never list is refused: a reserved id, folders
+	// outside every managed root of a local backend.
+	if src, ok := a.setupNow().sourceOf(k.Source); ok {
+		if err := backend.CheckReported(src.Backend, reg.ID, append([]string{reg.Home}, reg.Workspaces...)); err != nil {
+			return nil, Input("", "%v", err)
+		}
+	}
 	now := a.now()
 	rec, err := a.store.Runtime(ctx, k)
 	switch {

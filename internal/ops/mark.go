@@ -191,7 +191,8 @@ func (a *App) record(ctx context.Context, batch []ledger.Activity) error {
 
 func checkTime(field string, t time.Time) error {
 	if !t.IsZero() && (t.Before(ledger.MinTime) || t.After(ledger.MaxTime)) {
-		return Input(field, "%s %s is outside the times a ledger keeps", field, t.Format(time.RFC3339))
+		return Input(field, "%s %s is outside the times a ledger keeps (%s to %s)", field, t.Format(time.RFC3339),
+			ledger.MinTime.Format(time.RFC3339), ledger.MaxTime.Format(time.RFC3339))
 	}
 	return nil
 }

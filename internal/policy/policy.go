@@ -308,7 +308,8 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 	case backend.StepCaches, backend.StepDependencies:
 		files := c.Caches
 		if r.Step == backend.StepDependencies {
-			files = c.Dependencies
+			files = backend.Shed(c.Dependencies)
+			reportKept(out, c)
 		}
 		switch {
 		case !c.Can.Files:
@@ -520,6 +521,20 @@ func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[back
 	return true
 }
 
+// reportKept lists, as skipped, each ignored folder of c the backend keeps
+// (not rebuildable), with why: the plan says what it leaves.
+func reportKept(out *Output, c *Candidate) {
+	for _, f := range c.Dependencies {
+		if f.Kept == "" {
+			continue
+		}
+		sk := skip(c.Runtime.Key, backend.StepDependencies, because(KeptFolder, "kept "+f.Path+": "+f.Kept))
+		if !slices.Contains(out.Skipped, sk) {
+			out.Skipped = append(out.Skipped, sk)
+		}
+	}
+}
+
 // cannotRemove says why c cannot be removed safely; zero when it can.
 func cannotRemove(c *Candidate) Reason {
 	switch {
@@ -527,6 +542,8 @@ func cannotRemove(c *Candidate) Reason {
 		return because(CannotRemove, "its backend cannot remove it")
 	case c.Runtime.Unsaved != "" && !c.Can.Export:
 		return because(UnsavedNoArchive, "unsaved work ("+c.Runtime.Unsaved+") and no way to archive it")
+	case c.Runtime.Unarchivable != "":
+		return because(Unarchivable, "it holds what cannot be archived and restored exactly: "+c.Runtime.Unarchivable)
 	}
 	return Reason{}
 }
@@ -564,6 +581,10 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if c.Filesystem != fs.ID || !c.Can.Files || len(c.Dependencies) == 0 || acted[c.Runtime.Key] || !c.Runtime.State.Present() {
 				continue
 			}
+			reportKept(out, c)
+			if len(backend.Shed(c.Dependencies)) == 0 {
+				continue
+			}
 			if why := protection(c, in.Now); !why.IsZero() {
 				out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepDependencies, why))
 				continue
@@ -578,7 +599,7 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if fraction(used, avail) <= fs.Low {
 				break
 			}
-			a := filesAction(c, backend.StepDependencies, c.Dependencies, because(RuleBudget,
+			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies), because(RuleBudget,
 				fmt.Sprintf("%s is %.1f%% full, over disk_high %s; least recently active first", fs.Path, fs.Fraction*100, Percent(fs.High))))
 			out.Actions = append(out.Actions, a)
 			give := min(uint64(a.Bytes), used)

@@ -77,6 +77,18 @@ func genFiles(t *rapid.T, dir, label string) []backend.File {
 	return fs
 }
 
+// genDeps draws dependency folders, some of them kept by the backend (an
+// ignored folder holding a secret).
+func genDeps(t *rapid.T, dir string) []backend.File {
+	fs := genFiles(t, dir, "dep")
+	for i := range fs {
+		if oneIn(t, 3, fmt.Sprintf("kept%d", i)) {
+			fs[i].Kept = "it holds .env"
+		}
+	}
+	return fs
+}
+
 // genCandidate draws runtime i; about one in rare of its protections is on.
 func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candidate {
 	k := backend.Key{Backend: rapid.SampledFrom(backendNames).Draw(t, "backend"), ID: fmt.Sprintf("r%d", i)}
@@ -90,6 +102,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 			LastActivity: moment(t, base, "lastActivity"),
 			CreatedAt:    moment(t, base, "createdAt"),
 			Unsaved:      rapid.SampledFrom([]string{"", "", "3 uncommitted files"}).Draw(t, "unsaved"),
+			Unarchivable: rapid.SampledFrom([]string{"", "", "", "a merge in progress"}).Draw(t, "unarchivable"),
 		},
 		Record: Record{
 			Pinned:   oneIn(t, rare, "pinned"),
@@ -109,7 +122,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 		},
 		Filesystem:   rapid.SampledFrom(append([]string{"fs0", "fs0", "fs1"}, fsIDs...)).Draw(t, "filesystem"),
 		Caches:       genFiles(t, dir, "cache"),
-		Dependencies: genFiles(t, dir, "dep"),
+		Dependencies: genDeps(t, dir),
 		SizeBytes:    rapid.Int64Range(-1, 5000).Draw(t, "size"),
 	}
 	if crowded {
@@ -294,6 +307,57 @@ func TestPropertyNeverActsOnPinned(t *testing.T) {
 	})
 }
 
+// TestPropertyNeverShedsAKeptFolder: an ignored folder the backend keeps
+// (not rebuildable) is never in an action, and every one of a runtime the
+// dependencies step looked at is listed as skipped with why.
+func TestPropertyNeverShedsAKeptFolder(t *testing.T) {
+	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
+		for _, a := range out.Actions {
+			c := candidateOf(in, a.Key)
+			if c == nil {
+				continue
+			}
+			for _, p := range a.Paths {
+				for _, f := range c.Dependencies {
+					if f.Path == p && f.Kept != "" {
+						t.Fatalf("action %+v sheds %s, which the backend keeps (%s)", a, p, f.Kept)
+					}
+				}
+			}
+			if a.Step != backend.StepDependencies {
+				continue
+			}
+			for _, f := range c.Dependencies {
+				if f.Kept != "" && !slices.ContainsFunc(out.Skipped, func(s Skip) bool {
+					return s.Key == a.Key && s.Step == backend.StepDependencies && strings.Contains(s.Reason, f.Path)
+				}) {
+					t.Fatalf("kept %s of %v not reported: %+v", f.Path, a.Key, out.Skipped)
+				}
+			}
+		}
+	})
+}
+
+// TestPropertyNeverRemovesWhatCannotBeArchived: a runtime holding state
+// its backend cannot archive and restore exactly is never archived or
+// deleted, whatever the policy, the request or the notice in force; it is
+// listed as skipped with that state named.
+func TestPropertyNeverRemovesWhatCannotBeArchived(t *testing.T) {
+	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
+		for _, a := range out.Actions {
+			if c := candidateOf(in, a.Key); c != nil && c.Runtime.Unarchivable != "" &&
+				(a.Step == backend.StepArchive || a.Step == backend.StepDelete) {
+				t.Fatalf("action %+v on a runtime holding %q", a, c.Runtime.Unarchivable)
+			}
+		}
+		for _, n := range out.Schedule {
+			if c := candidateOf(in, n.Key); c != nil && c.Runtime.Unarchivable != "" {
+				t.Fatalf("notice %+v for a runtime holding %q", n, c.Runtime.Unarchivable)
+			}
+		}
+	})
+}
+
 func TestPropertyNeverActsOnLeasedHeldOrBusy(t *testing.T) {
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
@@ -397,7 +461,7 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 				t.Fatalf("notice %+v for a protected runtime", n)
 			case scheduled[n.Key]:
 				t.Fatalf("two notices for %v", n.Key)
-			case !c.Can.Delete || (c.Runtime.Unsaved != "" && !c.Can.Export):
+			case !c.Can.Delete || (c.Runtime.Unsaved != "" && !c.Can.Export) || c.Runtime.Unarchivable != "":
 				t.Fatalf("notice %+v of a removal that cannot happen (capabilities %+v, unsaved %q)", n, c.Can, c.Runtime.Unsaved)
 			}
 			if last, ret := lastActiveOf(c), retentionOf(c); ret <= 0 || last.IsZero() || in.Now.Sub(last) <= ret {
@@ -496,7 +560,7 @@ func shedOrder(in Input, out Output, fs Filesystem) []backend.Key {
 	for i := range in.Candidates {
 		c := &in.Candidates[i]
 		if c.Filesystem == fs.ID && inPass(in, c.Runtime.Key) && c.Runtime.State.Present() && c.Can.Files &&
-			len(c.Dependencies) > 0 && !acted[c.Runtime.Key] && !isProtected(c, in.Now) {
+			len(backend.Shed(c.Dependencies)) > 0 && !acted[c.Runtime.Key] && !isProtected(c, in.Now) {
 			pool = append(pool, c)
 		}
 	}
@@ -550,7 +614,7 @@ func TestPropertyBudgetLeastRecentlyActiveFirst(t *testing.T) {
 				c := candidateOf(in, a.Key)
 				var paths []string
 				var bytes int64
-				for _, f := range c.Dependencies {
+				for _, f := range backend.Shed(c.Dependencies) {
 					paths = append(paths, f.Path)
 					bytes += f.Bytes
 				}

@@ -37,6 +37,8 @@ const (
 	UnderBudget      Code = "under_budget"       // the disk budget is met
 	CannotRemove     Code = "cannot_remove"      // its backend cannot remove it
 	UnsavedNoArchive Code = "unsaved_no_archive" // unsaved work and no way to archive it
+	Unarchivable     Code = "unarchivable"       // holds what cannot be archived and restored exactly
+	KeptFolder       Code = "kept"               // an ignored folder kept: not rebuildable
 	CannotSuspend    Code = "cannot_suspend"     // its backend cannot suspend it
 	CannotReclaim    Code = "cannot_reclaim"     // its backend cannot reclaim files
 	NothingToReclaim Code = "nothing_to_reclaim" // no caches or dependencies selected

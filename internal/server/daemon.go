@@ -55,6 +55,8 @@ type Options struct {
 	// Events, when set, is told what the daemon did, as it happens: tests
 	// wait on it instead of polling.
 	Events func(Event)
+	// HTTPLimits bound requests and connections (zero: the defaults).
+	HTTPLimits HTTPLimits
 }
 
 // Event is something the daemon did, for Options.Events.
@@ -170,7 +172,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		cfg := config.Default()
-		return cfg, cfg.Validate()
+		return cfg, cfg.ResolvePaths()
 	}
 	return sources.Load(path)
 }
@@ -288,8 +290,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.closeAll()
 		return err
 	}
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
+	ln = newLimitListener(ln, d.opts.HTTPLimits)
+	srv := d.httpServer(d.opts.HTTPLimits)
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	if d.opts.Signals {

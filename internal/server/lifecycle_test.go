@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
@@ -406,4 +407,33 @@ func TestHoldExtendsProviderTimer(t *testing.T) {
 		s, _ := fe.Get("sbx1")
 		return !s.EndAt.Before(hold.JSON201.ExpiresAt)
 	})
+}
+
+// TestReloadRefusesToDropEverythingOrMoveTheArchives: a configuration file
+// truncated to zero bytes, one without any source, or one moving the
+// archives or the ledger is refused and logged; the sources in force stay.
+func TestReloadRefusesToDropEverythingOrMoveTheArchives(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	h.waitStartPass()
+	data, _ := os.ReadFile(cfg)
+	for name, doc := range map[string]string{
+		"truncated":      "",
+		"no sources":     strings.SplitN(string(data), "[[dirs]]", 2)[0],
+		"archives moved": strings.Replace(string(data), filepath.Join(dir, "archives"), filepath.Join(dir, "elsewhere"), 1),
+		"ledger moved":   strings.Replace(string(data), filepath.Join(dir, "state", "ledger.db"), filepath.Join(dir, "state", "other.db"), 1),
+	} {
+		testtree.Write(t, cfg, doc)
+		if err := h.d.Reload(context.Background()); !errors.Is(err, config.ErrUnsafeReload) {
+			t.Errorf("%s: reload = %v, want refused", name, err)
+		}
+		if rt := h.runtime("r1"); rt.ID != "r1" {
+			t.Fatalf("%s: the runtime is gone after a refused reload", name)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "refusing to reload") {
+		t.Errorf("the refusal is not logged:\n%s", h.logs.String())
+	}
 }

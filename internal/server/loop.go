@@ -289,14 +289,18 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 		d.log.Error("reload: configuration not changed", "err", err)
 		return err
 	}
+	if err := config.CheckReload(old.cfg, cfg); err != nil {
+		d.log.Error("reload: configuration not changed", "err", err)
+		return err
+	}
 	changes := configChanges(old.cfg, cfg)
 	if len(changes) == 0 {
 		d.log.Info("reload: nothing changed")
 		return nil
 	}
 	ns := cfg.ServerSettings()
-	if ns.Listen != old.server.Listen || cfg.Ledger.Path != old.cfg.Ledger.Path {
-		d.log.Warn("reload: listen and ledger.path take effect at the next start")
+	if ns.Listen != old.server.Listen {
+		d.log.Warn("reload: listen takes effect at the next start")
 	}
 	s, err := d.build(cfg)
 	if err != nil {

@@ -139,3 +139,56 @@ func (l *Local) Remove(ctx context.Context, name string) error {
 }
 
 var _ Sink = (*Local)(nil)
+
+// Sweeper is a sink that can remove the temporary objects a killed process
+// left half written. Call it only while no other process writes to the
+// sink (the engine does at start, holding the apply lock).
+type Sweeper interface {
+	SweepTemporary(ctx context.Context) ([]string, error)
+}
+
+// SweepTemporary implements Sweeper: it removes every temporary file Put
+// writes beside an object (".<name>.tmp-<digits>") below Root, never
+// following a link, and returns their paths. A missing Root holds none.
+func (l *Local) SweepTemporary(ctx context.Context) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(l.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && isTemporary(d.Name()) {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			removed = append(removed, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("sweep temporary objects in %s: %w", l.Root, err)
+	}
+	return removed, nil
+}
+
+// isTemporary tells a name os.CreateTemp made for Put: "." + object name +
+// ".tmp-" + digits.
+func isTemporary(name string) bool {
+	i := strings.LastIndex(name, ".tmp-")
+	if !strings.HasPrefix(name, ".") || i <= 1 || i+len(".tmp-") == len(name) {
+		return false
+	}
+	for _, c := range name[i+len(".tmp-"):] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+var _ Sweeper = (*Local)(nil)

@@ -58,7 +58,16 @@ func Write(t testing.TB, path, content string) {
 // WriteExec is Write with the executable bits set.
 func WriteExec(t testing.TB, path, content string) {
 	t.Helper()
-	Write(t, path, content)
+	// The file is written by a child process (cp), never through a
+	// descriptor of this one: a fork by a parallel test would inherit
+	// such a descriptor until its exec, and running the file meanwhile
+	// fails with "text file busy" (ETXTBSY, golang/go#22315).
+	staged := path + ".staged"
+	Write(t, staged, content)
+	if out, err := exec.Command("cp", staged, path).CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v: %s", path, err, out)
+	}
+	must(t, os.Remove(staged))
 	must(t, os.Chmod(path, 0o755))
 }
 

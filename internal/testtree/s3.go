@@ -33,9 +33,10 @@ type S3Server struct {
 	Root string
 }
 
-// versitygwPath finds the versitygw binary on PATH or in GOPATH/bin.
-func versitygwPath() string {
-	if p, err := exec.LookPath("versitygw"); err == nil {
+// ToolPath finds a test tool's binary (versitygw, kube-apiserver) on PATH
+// or in GOPATH/bin, where .ci/run installs them; "" when it is in neither.
+func ToolPath(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
 	gopath := os.Getenv("GOPATH")
@@ -45,7 +46,7 @@ func versitygwPath() string {
 		}
 	}
 	for _, dir := range filepath.SplitList(gopath) {
-		p := filepath.Join(dir, "bin", "versitygw")
+		p := filepath.Join(dir, "bin", name)
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
@@ -57,7 +58,7 @@ func versitygwPath() string {
 // Without the binary the test is skipped, or fails when RequireS3Env is 1.
 func StartS3(tb testing.TB) *S3Server {
 	tb.Helper()
-	bin := versitygwPath()
+	bin := ToolPath("versitygw")
 	if bin == "" {
 		msg := "versitygw is not installed (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
 		if os.Getenv(RequireS3Env) == "1" {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/beneath"
 	"github.com/reclaimer/reclaimer/internal/deletion"
+	"github.com/reclaimer/reclaimer/internal/mountinfo"
+	"github.com/reclaimer/reclaimer/internal/rootcheck"
 )
 
 // DirName is the trash folder's name inside its managed root.
@@ -27,6 +29,9 @@ var (
 	// ErrCrossDevice reports a path that cannot be renamed into the trash
 	// without copying; nothing was deleted.
 	ErrCrossDevice = errors.New("not on the trash's filesystem")
+	// ErrHoldsMount reports a folder with a mount point below it; nothing
+	// was moved.
+	ErrHoldsMount = errors.New("holds a mount point")
 )
 
 // Purged describes one trash entry the purger finished with.
@@ -79,7 +84,13 @@ func Open(root string, opts Options) (*Trash, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open trash root %q: %w", root, err)
 	}
-	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// Only a proven root holds a trash: never "/" or a system folder, and
+	// never a root that is itself a link (configured roots are resolved
+	// once at load; one swapped for a link since is refused).
+	if err := rootcheck.Check(filepath.Clean(root)); err != nil {
+		return nil, fmt.Errorf("open trash root %q: %w", root, err)
+	}
+	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open trash root %q: %w", root, err)
 	}
@@ -153,6 +164,14 @@ func (t *Trash) Discard(path string) (string, error) {
 		return "", fmt.Errorf("discard %q: %w", path, err)
 	} else if mnt {
 		return "", fmt.Errorf("discard %q: %w: %w", path, ErrCrossDevice, beneath.ErrMountPoint)
+	}
+	// A mount below the folder would ride along with the rename: its place
+	// would vanish and the entry could never be purged. Such a folder is not
+	// renamed whole.
+	if below, err := mountinfo.Below(filepath.Join(t.root, rel)); err != nil {
+		return "", fmt.Errorf("discard %q: %w", path, err)
+	} else if len(below) > 0 {
+		return "", fmt.Errorf("discard %q: %w: %s", path, ErrHoldsMount, strings.Join(below, ", "))
 	}
 	entryName := newName()
 	restore := keepTimes(parentFD)

@@ -13,16 +13,24 @@ import (
 	"github.com/reclaimer/reclaimer/internal/dirwalk"
 )
 
-// Size is what a tree occupies.
+// Size is what a tree occupies: what deleting it frees. A file counts only
+// when all its hard links lie inside the tree (its link count against the
+// links the walk met); one also linked from outside (pnpm's store, a
+// deduplicated cache) frees nothing when the tree goes, and its bytes are
+// in SharedBytes instead.
 type Size struct {
 	AllocBytes    int64 `json:"alloc_bytes"`    // allocated blocks, hard links once
 	ApparentBytes int64 `json:"apparent_bytes"` // file sizes, hard links once
 	Entries       int64 `json:"entries"`        // files, links, directories, the root included
+	// SharedBytes are the allocated bytes of files that also have links
+	// outside the tree: not in AllocBytes.
+	SharedBytes int64 `json:"shared_bytes,omitempty"`
 }
 
 // Add returns the sum of s and o.
 func (s Size) Add(o Size) Size {
-	return Size{s.AllocBytes + o.AllocBytes, s.ApparentBytes + o.ApparentBytes, s.Entries + o.Entries}
+	return Size{s.AllocBytes + o.AllocBytes, s.ApparentBytes + o.ApparentBytes, s.Entries + o.Entries,
+		s.SharedBytes + o.SharedBytes}
 }
 
 // Problem is one entry that was not measured.
@@ -70,9 +78,17 @@ func MeasureAt(ctx context.Context, basefd int, rel string, opts Options) (Resul
 	m := &measurer{}
 	err := dirwalk.Walk(ctx, basefd, rel, opts.Walk, m)
 	res := Result{
-		Size:    Size{m.alloc.Load(), m.apparent.Load(), m.entries.Load()},
+		Size:    Size{AllocBytes: m.alloc.Load(), ApparentBytes: m.apparent.Load(), Entries: m.entries.Load()},
 		Skipped: m.skipped,
 		Failed:  m.failed,
+	}
+	for _, l := range m.links {
+		if l.seen >= l.nlink {
+			res.AllocBytes += l.alloc
+			res.ApparentBytes += l.apparent
+		} else {
+			res.SharedBytes += l.alloc
+		}
 	}
 	if err != nil {
 		return res, fmt.Errorf("measure %q: %w", rel, err)
@@ -88,27 +104,36 @@ type measurer struct {
 	alloc, apparent, entries atomic.Int64
 
 	linksMu sync.Mutex
-	links   map[[2]uint64]struct{}
+	links   map[[2]uint64]*linked
 
 	mu      sync.Mutex
 	skipped []Problem
 	failed  []Problem
 }
 
+// linked is a multiply linked inode: counted at the end, only when the
+// walk met all its links.
+type linked struct {
+	nlink, seen     uint64
+	alloc, apparent int64
+}
+
 func (m *measurer) add(st *unix.Stat_t) {
 	if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		m.linksMu.Lock()
 		if m.links == nil {
-			m.links = make(map[[2]uint64]struct{})
+			m.links = make(map[[2]uint64]*linked)
 		}
 		k := [2]uint64{st.Dev, st.Ino}
-		_, seen := m.links[k]
-		m.links[k] = struct{}{}
-		m.linksMu.Unlock()
-		if seen {
-			m.entries.Add(1)
-			return
+		l, ok := m.links[k]
+		if !ok {
+			l = &linked{nlink: uint64(st.Nlink), alloc: st.Blocks * 512, apparent: st.Size}
+			m.links[k] = l
 		}
+		l.seen++
+		m.linksMu.Unlock()
+		m.entries.Add(1)
+		return
 	}
 	m.alloc.Add(st.Blocks * 512)
 	m.apparent.Add(st.Size)

@@ -529,3 +529,8 @@ func childDirs(root string) ([]string, error) {
 var (
 	_ backend.Lister = (*Backend)(nil)
 )
+
+// ManagedRoots implements backend.Rooted.
+func (b *Backend) ManagedRoots() []string { return b.Roots }
+
+var _ backend.Rooted = (*Backend)(nil)

@@ -128,6 +128,13 @@ func Caches(ctx context.Context, rt backend.Runtime, cacheDirs []string) []backe
 // (its own folder when it names none). A workspace outside the managed
 // root (a caller-supplied checkout) is never looked at.
 func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([]backend.File, error) {
+	shed, _, err := dependencies(ctx, git, rt)
+	return shed, err
+}
+
+// dependencies is Dependencies with the ignored folders the rebuildable
+// rule keeps (ignored.Options.Kept), each with why.
+func dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) (shed, kept []backend.File, err error) {
 	workspaces := rt.Workspaces
 	if len(workspaces) == 0 && rt.Path != "" {
 		workspaces = []string{rt.Path}
@@ -138,7 +145,9 @@ func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([
 		if ws != rt.Path && (!Inside(rt.Root, ws) || !realDir(rt.Root, ws)) {
 			continue // outside, or reached through a link: not ours to shed
 		}
-		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root})
+		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root, Kept: func(dir, why string) {
+			kept = append(kept, backend.File{Path: dir, Kept: why})
+		}})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -149,7 +158,7 @@ func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([
 			}
 		}
 	}
-	return files, errors.Join(errs...)
+	return files, kept, errors.Join(errs...)
 }
 
 // Reclaim implements backend.FileReclaimer for local runtimes: without
@@ -162,7 +171,13 @@ func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts ba
 	case backend.StepCaches:
 		current = Caches(ctx, rt, opts.CacheDirs)
 	case backend.StepDependencies:
-		current, err = Dependencies(ctx, git, rt)
+		var kept []backend.File
+		current, kept, err = dependencies(ctx, git, rt)
+		if len(opts.Paths) == 0 {
+			// Selecting for a plan: the kept folders are listed too, with
+			// why, so the plan says what it leaves and why.
+			current = append(current, kept...)
+		}
 	default:
 		return nil, fmt.Errorf("reclaim files: step %q: %w", opts.Step, errors.ErrUnsupported)
 	}
@@ -178,7 +193,7 @@ func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts ba
 		errs = append(errs, err)
 	}
 	for _, p := range opts.Paths {
-		i := slices.IndexFunc(current, func(f backend.File) bool { return f.Path == p })
+		i := slices.IndexFunc(current, func(f backend.File) bool { return f.Path == p && f.Kept == "" })
 		if i < 0 || !Inside(rt.Root, p) {
 			continue // no longer qualifies: kept
 		}

@@ -312,3 +312,8 @@ func readNames(fd int, buf []byte, fn func(name []byte, typ byte)) error {
 		}
 	}
 }
+
+// ManagedRoots implements backend.Rooted.
+func (b *Backend) ManagedRoots() []string { return []string{b.Root} }
+
+var _ backend.Rooted = (*Backend)(nil)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +35,8 @@ type found struct {
 	id, path, repo string // repo: the main worktree (or common dir's parent)
 	head, branch   string
 	locked         string
+	root           string // the managed root; empty when not proven
+	unproven       string // why the folder was not proven to be this worktree
 }
 
 // List implements backend.Lister.
@@ -80,9 +84,14 @@ func (b *Backend) find(ctx context.Context) ([]found, error) {
 			return true // keep looking below
 		}
 		if fi.Mode().IsRegular() {
-			common, err := b.Git.Run(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+			common, err := b.Git.CommonDir(ctx, dir)
 			if err == nil {
-				repo := filepath.Dir(strings.TrimSpace(string(common)))
+				repo := filepath.Dir(common)
+				// The other side first: the .git file found here must be one
+				// of common's entries naming this folder back.
+				if _, err := proveLinked(common, dir); err != nil {
+					return false
+				}
 				if !seenRepos[repo] {
 					seenRepos[repo] = true
 					fs, _ := b.fromRepo(ctx, repo, b.Root)
@@ -102,6 +111,10 @@ func (b *Backend) fromRepo(ctx context.Context, repo, within string) ([]found, e
 	if err != nil {
 		return nil, err // it names the repository already
 	}
+	common, err := b.Git.CommonDir(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("list worktrees of %s: %w", repo, err)
+	}
 	var out []found
 	for i, wt := range wts {
 		if i == 0 || wt.Bare {
@@ -115,6 +128,13 @@ func (b *Backend) fromRepo(ctx context.Context, repo, within string) ([]found, e
 			continue // prunable: the folder is already gone
 		}
 		f := found{path: path, repo: filepath.Clean(wts[0].Path), head: wt.HEAD, branch: wt.Branch}
+		if _, err = proveLinked(common, path); err != nil {
+			f.unproven = err.Error()
+		} else if within != "" {
+			f.root = within
+		} else if f.root, err = derivedRoot(path); err != nil {
+			f.unproven = err.Error()
+		}
 		if wt.Locked {
 			f.locked = "git worktree lock"
 			if wt.LockReason != "" {
@@ -149,21 +169,19 @@ func walkDepth(dir string, depth int, visit func(dir string) (descend bool)) err
 	return nil
 }
 
-func (b *Backend) rootOf(path string) string {
-	if b.Root != "" {
-		return b.Root
-	}
-	return filepath.Dir(path)
-}
-
 func (b *Backend) observe(ctx context.Context, f found, light bool) backend.Runtime {
 	rt := backend.Runtime{
 		Key:    backend.Key{Backend: Name, ID: f.id},
 		State:  backend.StateStopped,
 		Path:   f.path,
-		Root:   b.rootOf(f.path),
+		Root:   f.root,
 		Pinned: f.locked,
 		Labels: map[string]string{"repo": f.repo},
+	}
+	if f.unproven != "" {
+		// Reported, never acted on: no managed root, and protected.
+		rt.Pinned = f.unproven
+		return rt
 	}
 	if f.branch != "" {
 		rt.Labels["branch"] = strings.TrimPrefix(f.branch, "refs/heads/")
@@ -177,10 +195,11 @@ func (b *Backend) observe(ctx context.Context, f found, light bool) backend.Runt
 		rt.Unsaved = "unknown (git failed: " + err.Error() + ")"
 	} else {
 		rt.Unsaved = snap.Unsaved()
+		rt.Unarchivable = snap.CannotArchive()
 	}
 	act := local.Activity(ctx, b.Git, rt)
 	rt.LastActivity = act.Newest
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s", f.path, f.head, act.Newest.UnixNano(), act.Files, rt.Unsaved))
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s\x00%s", f.path, f.head, act.Newest.UnixNano(), act.Files, rt.Unsaved, rt.Unarchivable))
 	rt.Fingerprint = hex.EncodeToString(sum[:12])
 	return rt
 }
@@ -202,7 +221,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	if at.IsZero() {
 		at = time.Now()
 	}
-	ref := archive.SnapshotRefPrefix + sanitizeRef(rt.ID) + "/" + at.UTC().Format("20060102T150405Z")
+	ref := snapshotRef(rt.ID, at)
 	deps, _ := local.Dependencies(ctx, b.Git, rt) // only listed: git never holds them
 	var depPaths []string
 	for _, d := range deps {
@@ -227,6 +246,21 @@ func (b *Backend) slowGit() gitcmd.Runner {
 	return g
 }
 
+// snapshotRef is the ref an export of runtime id at time at writes.
+func snapshotRef(id string, at time.Time) string {
+	return archive.SnapshotRefPrefix + sanitizeRef(id) + "/" + at.UTC().Format("20060102T150405Z")
+}
+
+// AbandonExport implements backend.ExportAbandoner: the snapshot refs of
+// an export a crash interrupted leave the user's repository.
+func (b *Backend) AbandonExport(ctx context.Context, rt backend.Runtime, at time.Time) error {
+	repo := rt.Labels["repo"]
+	if repo == "" {
+		return fmt.Errorf("abandon export of %s: no repository label", rt.Key)
+	}
+	return archive.DropSnapshotRefs(ctx, b.Git, repo, snapshotRef(rt.ID, at))
+}
+
 func sanitizeRef(id string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -244,6 +278,9 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	if repo == "" || rt.Path == filepath.Clean(repo) || !local.Inside(rt.Root, rt.Path) {
 		return fmt.Errorf("delete %s: %q is not a linked worktree inside %s: %w", rt.Key, rt.Path, rt.Root, backend.ErrProtected)
 	}
+	if _, err := os.Lstat(rt.Path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %s is gone already: %w", rt.Key, rt.Path, backend.ErrNotFound)
+	}
 	// Never take another checkout along: a worktree or the repository
 	// itself nested inside this one.
 	wts, err := b.Git.Worktrees(ctx, repo)
@@ -255,11 +292,30 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 			return fmt.Errorf("delete %s: %s holds another checkout, %s: %w", rt.Key, rt.Path, wt.Path, backend.ErrProtected)
 		}
 	}
+	want := b.Root
+	if want == "" {
+		var err error
+		if want, err = derivedRoot(rt.Path); err != nil {
+			return fmt.Errorf("delete %s: %w: %w", rt.Key, err, backend.ErrProtected)
+		}
+	}
+	if rt.Root != want {
+		return fmt.Errorf("delete %s: its root %q is not this source's %q: %w", rt.Key, rt.Root, want, backend.ErrProtected)
+	}
+	// Prove it again, from both sides, right before the rename.
+	common, err := b.Git.CommonDir(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", rt.Key, err)
+	}
+	admin, err := proveLinked(common, rt.Path)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w: %w", rt.Key, err, backend.ErrProtected)
+	}
 	if err := opts.Discard(rt.Path); err != nil {
 		return fmt.Errorf("delete %s: %w", rt.Key, err)
 	}
-	if _, err := b.Git.Run(ctx, repo, "worktree", "prune"); err != nil {
-		return fmt.Errorf("delete %s: the folder is in the trash, but git worktree prune failed: %w", rt.Key, err)
+	if err := removeAdmin(ctx, admin, rt.Path); err != nil {
+		return fmt.Errorf("delete %s: the folder is in the trash, but %w", rt.Key, err)
 	}
 	return nil
 }
@@ -288,4 +344,19 @@ var (
 	_ backend.Exporter      = (*Backend)(nil)
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
+)
+
+// ManagedRoots implements backend.Rooted: the configured root; a
+// repository source has none to offer a caller (its roots are derived from
+// proven worktrees only).
+func (b *Backend) ManagedRoots() []string {
+	if b.Root == "" {
+		return nil
+	}
+	return []string{b.Root}
+}
+
+var (
+	_ backend.Rooted          = (*Backend)(nil)
+	_ backend.ExportAbandoner = (*Backend)(nil)
 )

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,20 +44,6 @@ func fromNanos(n sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n.Int64).UTC()
-}
-
-// boundNanos encodes a time that is only compared with (a filter, a prune
-// bound), clamped to what nanoseconds can hold. Every stored time lies
-// within that range, so the comparison stays right where plain UnixNano
-// would wrap.
-func boundNanos(t time.Time) int64 {
-	switch {
-	case t.Before(ledger.MinTime):
-		return math.MinInt64
-	case t.After(ledger.MaxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }
 
 // jsonList encodes a slice as JSON text; an empty one is NULL, so nil and

@@ -118,7 +118,7 @@ func (s *Store) ListHolds(ctx context.Context, f ledger.HoldFilter) ([]ledger.Ho
 		return nil, errors.New("list holds: zero time")
 	}
 	query := `SELECT ` + holdColumns + ` FROM holds WHERE expires_at > ?`
-	args := []any{boundNanos(f.Now)}
+	args := []any{ledger.BoundNanos(f.Now)}
 	if !f.Key.IsZero() {
 		query += ` AND ` + keyMatch
 		args = append(args, keyArgs(f.Key)...)
@@ -148,7 +148,7 @@ func (s *Store) PruneHolds(ctx context.Context, before time.Time) (int, error) {
 	if before.IsZero() {
 		return 0, errors.New("prune holds: zero time")
 	}
-	res, err := s.write.ExecContext(ctx, `DELETE FROM holds WHERE expires_at <= ?`, boundNanos(before))
+	res, err := s.write.ExecContext(ctx, `DELETE FROM holds WHERE expires_at <= ?`, ledger.BoundNanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune holds: %w", err)
 	}

@@ -55,7 +55,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "at >= ?")
-		args = append(args, boundNanos(f.Since))
+		args = append(args, ledger.BoundNanos(f.Since))
 	}
 	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message FROM notices`
 	if len(where) > 0 {
