@@ -105,12 +105,6 @@ func TestThreeEdgesAgree(t *testing.T) {
 	e := newEdges(t, cfg)
 
 	// A lease of 30 days is capped by max_lifetime, the same everywhere.
-	type marked struct {
-		Runtime struct {
-			LeaseUntil time.Time `json:"lease_until"`
-		} `json:"runtime"`
-		Capped bool `json:"capped"`
-	}
 	outL, _, codeL := e.local("lease", "r1", "--for", "30d")
 	outR, _, codeR := e.remote("lease", "r2", "--for", "30d")
 	var lease struct {

@@ -47,27 +47,14 @@ func loadDoc(t *testing.T, doc string) (*Config, string, error) {
 // else.
 func problems(t *testing.T, err error) []*Error {
 	t.Helper()
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, ErrInvalid) {
+	if err != nil && !errors.Is(err, ErrInvalid) {
 		t.Errorf("error %q does not match ErrInvalid", err)
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
+	errs, ok := Errors(err)
+	if !ok {
+		t.Fatalf("error %q holds more than *Errors", err)
 	}
-	out := make([]*Error, 0, len(errs))
-	for _, e := range errs {
-		var ce *Error
-		if !errors.As(e, &ce) {
-			t.Fatalf("error %q (%T) is not a *Error", e, e)
-		}
-		out = append(out, ce)
-	}
-	return out
+	return errs
 }
 
 // problem is the expected form of one *Error.

@@ -59,27 +59,14 @@ func mustLoad(t *testing.T, doc string) *config.Config {
 // else.
 func problems(t *testing.T, err error) []*config.Error {
 	t.Helper()
-	if err == nil {
-		return nil
+	if err != nil && !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("error %q does not match ErrInvalid", err)
 	}
-	if !errors.Is(err, config.ErrInvalid) {
-		t.Errorf("error %q does not match config.ErrInvalid", err)
+	errs, ok := config.Errors(err)
+	if !ok {
+		t.Fatalf("error %q holds more than *Errors", err)
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	out := make([]*config.Error, 0, len(errs))
-	for _, e := range errs {
-		var ce *config.Error
-		if !errors.As(e, &ce) {
-			t.Fatalf("error %q (%T) is not a *config.Error", e, e)
-		}
-		out = append(out, ce)
-	}
-	return out
+	return errs
 }
 
 // problem is the expected form of one *config.Error.
