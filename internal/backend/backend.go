@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,21 +13,73 @@ import (
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
-// Error categories shared by every backend and the engine.
+// Error categories shared by every backend, the ledger, the engine and the
+// application layer; the edges map each to an exit code and an HTTP status
+// (ops.Classify), nowhere else.
 var (
 	ErrNotFound  = errors.New("not found")
 	ErrBusy      = errors.New("busy")
 	ErrConflict  = errors.New("conflict")
 	ErrProtected = errors.New("protected")
+	// ErrUnavailable is a provider or service that did not answer usefully
+	// (429 or 5xx after every retry, no connection, a credential missing).
+	ErrUnavailable = errors.New("provider unavailable")
 )
 
-// Key names a runtime: the backend's name and the runtime's ID within it.
+// Key names a runtime: the source that found it (its stable name, see
+// sources), the backend's name and the runtime's ID within that backend.
+// It is the one key type: the ledger's records, locks, plans and the API
+// all use it. Two sources of one backend (two [[http]] orchestrators) may
+// both have a runtime "dev": their keys differ by Source, and nothing done
+// to one (a pin, a lease, a re-check before removal) ever applies to the
+// other.
+//
+// Source is empty only in ledger records written before keys carried their
+// source (ledger schema 1); the engine gives each such record to the one
+// source that lists it (ledger.Adopter).
 type Key struct {
+	Source  string `json:"source"`
 	Backend string `json:"backend"`
 	ID      string `json:"id"`
 }
 
+// String is "backend/ID", the name people know a runtime by. It is not
+// unique across sources: use the Key itself (or Unique) to tell apart.
 func (k Key) String() string { return k.Backend + "/" + k.ID }
+
+// Unique is "backend/ID@source", unique across sources (lock files, log
+// lines that must not mix two runtimes up).
+func (k Key) Unique() string { return k.Backend + "/" + k.ID + "@" + k.Source }
+
+// IsZero reports whether k is the zero Key. Filters use the zero Key to mean
+// "every runtime".
+func (k Key) IsZero() bool { return k == Key{} }
+
+// Compare orders keys by backend, source, then ID: the order in which
+// stores list runtimes and the order pagination cursors follow.
+func (k Key) Compare(other Key) int {
+	return cmp.Or(cmp.Compare(k.Backend, other.Backend), cmp.Compare(k.Source, other.Source), cmp.Compare(k.ID, other.ID))
+}
+
+// Validate rejects a key with an empty backend or ID, or with a NUL byte
+// anywhere (stores and cursors use it as a separator).
+func (k Key) Validate() error {
+	if k.Backend == "" || k.ID == "" {
+		return fmt.Errorf("invalid key %q: backend and id must not be empty", k.Unique())
+	}
+	if strings.ContainsRune(k.Source+k.Backend+k.ID, 0) {
+		return fmt.Errorf("invalid key %q: NUL byte", k.Unique())
+	}
+	return nil
+}
+
+// Warnings is what a listing could not see although it listed the rest
+// (a home no matched container mounts): List returns it as its error
+// together with the runtimes it found, and the engine reports each line as
+// a problem of the source instead of failing the listing.
+type Warnings []string
+
+func (w Warnings) Error() string { return strings.Join(w, "; ") }
 
 // State is what a runtime is doing, as far as its backend can tell.
 type State string
@@ -87,10 +140,9 @@ func (s Step) Destructive() bool { return s == StepArchive || s == StepDelete }
 
 // Runtime is what a backend observed of one runtime.
 type Runtime struct {
+	// Key: backends fill Backend and ID; the engine sets Source.
 	Key
 	State State `json:"state"`
-	// Source names the configured source that found it, e.g. "worktrees[0]".
-	Source string `json:"source,omitempty"`
 	// Path is the runtime's own folder on this host, if it has one.
 	Path string `json:"path,omitempty"`
 	// Root is the managed root holding Path: the only place its files may
@@ -194,7 +246,9 @@ type Suspender interface {
 // DeleteOptions say how to delete.
 type DeleteOptions struct {
 	// Discard moves a local folder into the trash (a rename); the backend
-	// must not delete files any other way.
+	// must not delete files any other way. A path that is gone fails with
+	// an error wrapping ErrNotFound: a backend that wraps it (%w) reports
+	// a vanished runtime the way the contract wants.
 	Discard func(path string) error
 	// Step is the step this removal carries out: StepDelete, or
 	// StepArchive for retention. A provider that keeps a restorable copy of
@@ -452,6 +506,68 @@ type Watcher interface {
 	// since events were missed meanwhile).
 	Watch(ctx context.Context, changed func(id string)) error
 }
+
+// lifecycleJSON is Lifecycle with its delays written as Go duration
+// strings ("15m0s"), never nanoseconds; "at once" for Immediately.
+type lifecycleJSON struct {
+	IdleSuspend  string    `json:"idle_suspend,omitempty"`
+	IdlePause    string    `json:"idle_pause,omitempty"`
+	Archive      string    `json:"archive,omitempty"`
+	Delete       string    `json:"delete,omitempty"`
+	Deadline     time.Time `json:"deadline,omitzero"`
+	DeadlineStep Step      `json:"deadline_step,omitempty"`
+	Can          []string  `json:"can,omitempty"`
+}
+
+// MarshalJSON writes the delays as duration strings.
+func (l Lifecycle) MarshalJSON() ([]byte, error) {
+	return json.Marshal(lifecycleJSON{IdleSuspend: delayText(l.IdleSuspend), IdlePause: delayText(l.IdlePause),
+		Archive: delayText(l.Archive), Delete: delayText(l.Delete), Deadline: l.Deadline, DeadlineStep: l.DeadlineStep, Can: l.Can})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (l *Lifecycle) UnmarshalJSON(data []byte) error {
+	var j lifecycleJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	var err error
+	parse := func(s string) time.Duration {
+		switch s {
+		case "":
+			return 0
+		case atOnce:
+			return Immediately
+		}
+		d, e := time.ParseDuration(s)
+		err = cmp.Or(err, e)
+		return d
+	}
+	*l = Lifecycle{IdleSuspend: parse(j.IdleSuspend), IdlePause: parse(j.IdlePause), Archive: parse(j.Archive),
+		Delete: parse(j.Delete), Deadline: j.Deadline, DeadlineStep: j.DeadlineStep, Can: j.Can}
+	return err
+}
+
+const atOnce = "at once"
+
+func delayText(d time.Duration) string {
+	switch d {
+	case 0:
+		return ""
+	case Immediately:
+		return atOnce
+	}
+	return d.String()
+}
+
+// EmptyListing is what List may return, with no runtimes, to say why it
+// found none ("selector a=b matched 0 of 14 containers"). It is not a
+// failure (a source may well have no runtimes yet): the engine reports it
+// only when the ledger knows runtimes of the source that it last saw
+// present, the sign that reclaimer went blind rather than that they went.
+type EmptyListing string
+
+func (e EmptyListing) Error() string { return string(e) }
 
 // ExportAbandoner undoes what an export interrupted by a crash left in the
 // runtime itself (a worktree's snapshot refs in the user's repository). The

@@ -12,6 +12,17 @@
 // and Workspaces; remote ones leave them empty and use labels and states.
 //
 // Errors are a few sentinel categories (ErrNotFound, ErrBusy, ErrConflict,
-// ErrProtected and errors.ErrUnsupported), wrapped as "verb noun: %w" and
-// mapped to exit codes and HTTP statuses only at the edges.
+// ErrProtected, ErrUnavailable and errors.ErrUnsupported), wrapped as
+// "verb noun: %w" and mapped to exit codes and HTTP statuses only at the
+// edges (ops.Classify). A runtime that vanished is ErrNotFound to every
+// role; a suspend or delete of what is already suspended or gone is a
+// no-op.
+//
+// Keys: a backend fills Key.Backend and Key.ID; the engine sets
+// Key.Source to the name of the source that listed it. Two sources of one
+// backend may list the same ID: their runtimes are different runtimes.
+//
+// Every backend runs the conformance suite, package backendtest, against
+// its real provider or a contract fake of it (see its doc for what it
+// checks and what a harness gives it).
 package backend

@@ -18,6 +18,7 @@ type Entry struct {
 	ID            string                 `json:"id"`
 	Runtime       string                 `json:"runtime"`
 	Backend       string                 `json:"backend"`
+	Source        string                 `json:"source"`
 	Conversations []string               `json:"conversations,omitempty"`
 	CreatedAt     time.Time              `json:"created_at"`
 	Location      string                 `json:"location"`
@@ -37,9 +38,9 @@ type Entry struct {
 // EntryOf describes a recorded archive. An archive recorded before
 // manifests were stored whole shows what its record has.
 func EntryOf(a ledger.Archive) Entry {
-	e := Entry{ID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend, CreatedAt: a.CreatedAt, Location: a.Location,
+	e := Entry{ID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, CreatedAt: a.CreatedAt, Location: a.Location,
 		Formats: a.Formats, Bytes: a.Bytes, Objects: a.Objects,
-		Restore: fmt.Sprintf("reclaimer restore %s/%s --archive %s", a.Key.Backend, a.Key.ID, a.ID)}
+		Restore: fmt.Sprintf("reclaimer restore %s --archive %s", a.Key, a.ID)}
 	var m archive.Manifest
 	if json.Unmarshal(a.Manifest, &m) == nil {
 		e.Conversations, e.Base, e.Head, e.Branch, e.Remote = m.Conversations, m.Base, m.Head, m.Branch, m.Remote
@@ -68,6 +69,7 @@ type PruneAction struct {
 	ArchiveID string    `json:"archive_id"`
 	Runtime   string    `json:"runtime"`
 	Backend   string    `json:"backend"`
+	Source    string    `json:"source"`
 	CreatedAt time.Time `json:"created_at"`
 	Bytes     int64     `json:"bytes"`
 	Location  string    `json:"location"`
@@ -78,6 +80,7 @@ type PruneSkip struct {
 	ArchiveID string `json:"archive_id"`
 	Runtime   string `json:"runtime"`
 	Backend   string `json:"backend"`
+	Source    string `json:"source"`
 	Reason    string `json:"reason"`
 }
 
@@ -119,10 +122,10 @@ func PlanPrune(ctx context.Context, st ledger.Store, olderThan time.Duration, no
 			continue
 		}
 		if why := protected(ctx, st, a.Key, now); why != "" {
-			p.Skipped = append(p.Skipped, PruneSkip{ArchiveID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend, Reason: why})
+			p.Skipped = append(p.Skipped, PruneSkip{ArchiveID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Reason: why})
 			continue
 		}
-		p.Actions = append(p.Actions, PruneAction{ArchiveID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend,
+		p.Actions = append(p.Actions, PruneAction{ArchiveID: a.ID, Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source,
 			CreatedAt: a.CreatedAt, Bytes: a.Bytes, Location: a.Location})
 	}
 	return p, nil
@@ -149,6 +152,7 @@ type PruneResult struct {
 	ArchiveID  string       `json:"archive_id"`
 	Runtime    string       `json:"runtime"`
 	Backend    string       `json:"backend"`
+	Source     string       `json:"source"`
 	Outcome    plan.Outcome `json:"outcome"`
 	Reason     string       `json:"reason,omitempty"`
 	FreedBytes int64        `json:"freed_bytes"`
@@ -187,8 +191,8 @@ func ApplyPrune(ctx context.Context, st ledger.Store, sinkFor SinkFor, p *PruneP
 }
 
 func pruneOne(ctx context.Context, st ledger.Store, sinkFor SinkFor, p *PrunePlan, a PruneAction, now func() time.Time) PruneResult {
-	r := PruneResult{ArchiveID: a.ArchiveID, Runtime: a.Runtime, Backend: a.Backend}
-	k := ledger.Key{Backend: a.Backend, ID: a.Runtime}
+	r := PruneResult{ArchiveID: a.ArchiveID, Runtime: a.Runtime, Backend: a.Backend, Source: a.Source}
+	k := ledger.Key{Source: a.Source, Backend: a.Backend, ID: a.Runtime}
 	rec, err := st.Archive(ctx, a.ArchiveID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):

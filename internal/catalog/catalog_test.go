@@ -44,7 +44,7 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 		exp := m.BackendExport()
-		a := ledger.Archive{ID: id, Key: ledger.Key{Backend: "dir", ID: runtime}, CreatedAt: at, Location: exp.Location,
+		a := ledger.Archive{ID: id, Key: ledger.Key{Source: "dirs[0]", Backend: "dir", ID: runtime}, CreatedAt: at, Location: exp.Location,
 			Formats: exp.Formats, Bytes: exp.Bytes, Manifest: exp.Manifest}
 		for _, o := range exp.Objects {
 			a.Objects = append(a.Objects, ledger.ArchiveObject{Name: o.Name, Bytes: o.Bytes, SHA256: o.SHA256})
@@ -58,10 +58,10 @@ func TestPrune(t *testing.T) {
 	record("new", "r2", time.Hour)
 	record("pinned", "r3", 100*24*time.Hour)
 	unreachable := record("unreachable", "r4", 100*24*time.Hour)
-	if err := st.Observe(ctx, []ledger.Observation{{Key: ledger.Key{Backend: "dir", ID: "r3"}, At: now}}); err != nil {
+	if err := st.Observe(ctx, []ledger.Observation{{Key: ledger.Key{Source: "dirs[0]", Backend: "dir", ID: "r3"}, At: now}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Update(ctx, ledger.Key{Backend: "dir", ID: "r3"}, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
+	if _, err := st.Update(ctx, ledger.Key{Source: "dirs[0]", Backend: "dir", ID: "r3"}, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 

@@ -223,12 +223,12 @@ func TestFailedArchiveLeavesRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			notices, err := st.ListNotices(ctx, ledger.NoticeFilter{Key: ledger.Key{Backend: "dir", ID: "r1"}})
+			notices, err := st.ListNotices(ctx, ledger.NoticeFilter{Key: ledger.Key{Source: "dirs:" + runs, Backend: "dir", ID: "r1"}})
 			if err != nil || len(notices) != 1 || notices[0].Kind != "failed" || !strings.Contains(notices[0].Message, tc.reason) {
 				t.Fatalf("notices: %+v %v", notices, err)
 			}
 			// Never marked removed (a delete on request records nothing else).
-			if rec, err := st.Runtime(ctx, ledger.Key{Backend: "dir", ID: "r1"}); (err != nil && !errors.Is(err, ledger.ErrNotFound)) ||
+			if rec, err := st.Runtime(ctx, ledger.Key{Source: "dirs:" + runs, Backend: "dir", ID: "r1"}); (err != nil && !errors.Is(err, ledger.ErrNotFound)) ||
 				rec.State == "deleted" || rec.State == "archived" {
 				t.Fatalf("record: %+v %v", rec, err)
 			}

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/ops"
+	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
 // Exit codes.
@@ -26,130 +27,164 @@ const (
 // Env is what a command runs with; tests swap the streams.
 type Env struct {
 	Stdout, Stderr io.Writer
-	// IsTerminal tells whether Stderr is a terminal (progress bars).
+	// IsTerminal tells whether Stderr is a terminal (progress lines).
 	IsTerminal bool
-	Version    string
+	// Version overrides the module's version (set at build time with
+	// -ldflags "-X main.version=..."); "" or "dev" reads the build info.
+	Version string
 }
 
-const usage = `usage: reclaimer [--config FILE] [--server URL [--token-file FILE]] <command> [arguments]
+// command is one run of the CLI: its global flags, the service it talks
+// to, and what decides its exit code.
+type command struct {
+	env Env
+	g   globals
+	// failed: some action failed, or the observation had problems: exit 1.
+	failed bool
+	// configError: the problems make it a configuration error (no source): exit 2.
+	configError bool
+}
 
-Reclaims the disk space and money that AI coding agents' runtimes leave behind.
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	config, server, tokenFile string
+	repos, dirs               multi
+}
 
-commands:
-  plan      [--json] [--out FILE] [--runtime ID]... [--step STEP]...
-            the dry run: what a pass would do, and why
-  apply     [--plan FILE] [--json] [--runtime ID]... [--step STEP]...
-            one pass now (or exactly the saved plan, never more)
-  ls        [--json]                 the runtimes and what is known of them
-  status    [--json]                 disk usage, runtimes by state, last pass
-  touch ID                           record activity now
-  pin ID [--reason TEXT]             never touch it
-  unpin ID
-  lease ID --for DURATION            do not touch it until then
-  retention ID (--days N | --default)
-  delete ID                          remove it now (archived first if it holds unsaved work)
-  restore ID [--to PATH] [--archive ARCHIVE_ID]
-                                     bring an archived runtime back (default: its newest archive)
-  archives [ID] [--json]             the archives, or one archive (or one runtime's) in full
-  archives prune --older-than DURATION [--dry-run] [--json]
-                                     remove archives older than that (journaled)
-  log [--json] [--runtime ID] [--limit N]   the journal of actions
-  size [--json] PATH...              measure trees as reclaimer deletes them
-  usage [--json] PATH...             how full each path's filesystem is
-  native plan [--json]               remote sandboxes: provider timers now, what the policy wants, the drift
-  native sync [--json]               write the policy into the providers' timers where they allow it
-  serve [--config FILE]              the daemon: passes every [server] interval, and the HTTP API
-  version
+func (g *globals) register(fs *flag.FlagSet, sources bool) {
+	fs.StringVar(&g.config, "config", g.config, "configuration file (TOML)")
+	fs.StringVar(&g.server, "server", g.server, "ask a running daemon at this URL (http://host:port or unix:/path)")
+	fs.StringVar(&g.tokenFile, "token-file", g.tokenFile, "the daemon's API token (default: [server] token_file, or api.token in the state folder)")
+	if sources {
+		fs.Var(&g.repos, "repo", "without --config: a repository whose linked worktrees are runtimes (repeatable)")
+		fs.Var(&g.dirs, "dir", "without --config: a folder whose child folders are runtimes (repeatable)")
+	}
+}
 
-With --server URL, plan, apply, ls, status, touch, pin, unpin, lease,
-retention, delete and log ask a running daemon (reclaimer serve) instead,
-with the same output; the token is read from --token-file, [server]
-token_file of --config, or api.token in the state folder.
+type multi []string
 
-Without --config, plan and apply accept --repo PATH (a repository's linked
-worktrees) and --dir PATH (a folder of run folders). An ID may also be given
-as the runtime's path. STEP is caches, dependencies, suspend, archive or delete.
-`
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// spec is one command: its name, arguments and summary for its help, its
+// flags, and what it runs.
+type spec struct {
+	name, args, summary string
+	// sources: it opens the configuration's sources (it takes --repo and
+	// --dir); local: it never asks a daemon (--server does not apply).
+	sources, local bool
+	// readOnly commands observe once and exit: they skip garbage
+	// collection (oneShotGC).
+	readOnly bool
+	// setup registers the command's own flags and returns what runs it
+	// with its positional arguments.
+	setup func(fs *flag.FlagSet) func(ctx context.Context, c *command, args []string) error
+}
+
+// commands is every command, in the order the help lists them.
+var commands []spec
+
+func init() {
+	commands = []spec{
+		planCmd, applyCmd, lsCmd, statusCmd,
+		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
+		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
+	}
+}
+
+func lookup(name string) (spec, bool) {
+	for _, s := range commands {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return spec{}, false
+}
 
 // Run runs one command line and returns the exit code.
 func Run(ctx context.Context, args []string, env Env) int {
-	global := flag.NewFlagSet("reclaimer", flag.ContinueOnError)
-	global.SetOutput(env.Stderr)
-	configPath := global.String("config", "", "configuration file (TOML)")
-	serverURL := global.String("server", "", "talk to a running daemon at this URL (http://host:port or unix:/path)")
-	tokenFile := global.String("token-file", "", "the daemon's API token (default: [server] token_file, or api.token in the state folder)")
-	global.Usage = func() { fmt.Fprint(env.Stderr, usage) }
+	c := &command{env: env}
+	// The global flags may come before the command's name.
+	global := newFlags("reclaimer", env)
+	c.g.register(global, true)
+	help := global.Bool("help", false, "print this help")
+	short := global.Bool("h", false, "print this help")
+	version := global.Bool("version", false, "print the version")
 	if err := global.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		return c.exit(usageError{err})
+	}
+	rest := global.Args()
+	switch {
+	case *version:
+		fmt.Fprintln(env.Stdout, versionText(env.Version))
+		return ExitOK
+	case *help || *short:
+		printUsage(env.Stdout)
+		return ExitOK
+	case len(rest) == 0:
+		printUsage(env.Stderr)
+		return ExitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			printUsage(env.Stdout)
 			return ExitOK
 		}
+		name, rest = rest[0], []string{"--help"}
+	}
+	sp, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(env.Stderr, "reclaimer: unknown command %q\n\n", name)
+		printUsage(env.Stderr)
 		return ExitUsage
 	}
-	args = global.Args()
-	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, usage)
+	fs := newFlags(name, env)
+	c.g.register(fs, sp.sources)
+	run := sp.setup(fs)
+	pos, err := parseAnywhere(fs, rest)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printCommandUsage(env.Stdout, sp, fs)
+		return ExitOK
+	case err != nil:
+		fmt.Fprintf(env.Stderr, "reclaimer %s: %v\n", name, err)
+		printCommandUsage(env.Stderr, sp, fs)
 		return ExitUsage
 	}
-	c := &command{env: env, configPath: *configPath, server: *serverURL, tokenFile: *tokenFile}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "plan", "ls", "status":
+	if sp.local && c.g.server != "" && name != "serve" {
+		return c.exit(usagef("%s runs on this host; it does not ask a daemon (leave out --server)", name))
+	}
+	if sp.readOnly {
 		oneShotGC()
 	}
-	var err error
-	if c.server != "" && remoteCommands[name] {
-		return c.exit(c.remote(ctx, name, rest))
-	}
-	if c.server != "" && (name == "restore" || name == "serve") {
-		fmt.Fprintf(env.Stderr, "reclaimer: %s runs on the daemon's host, without --server\n", name)
-		return ExitUsage
-	}
-	switch name {
-	case "version", "--version":
-		fmt.Fprintf(env.Stdout, "reclaimer %s\n", env.Version)
-		return ExitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(env.Stdout, usage)
-		return ExitOK
-	case "plan":
-		err = c.plan(ctx, rest)
-	case "apply":
-		err = c.apply(ctx, rest)
-	case "ls":
-		err = c.ls(ctx, rest)
-	case "status":
-		err = c.status(ctx, rest)
-	case "touch", "pin", "unpin", "lease", "retention":
-		err = c.mark(ctx, name, rest)
-	case "delete":
-		err = c.delete(ctx, rest)
-	case "restore":
-		err = c.restore(ctx, rest)
-	case "archives":
-		err = c.archives(ctx, rest)
-	case "log":
-		err = c.log(ctx, rest)
-	case "size":
-		err = c.size(ctx, rest)
-	case "usage":
-		err = c.usage(rest)
-	case "native":
-		err = c.nativeCmd(ctx, rest)
-	case "serve":
-		err = c.serve(ctx, rest)
-	default:
-		fmt.Fprintf(env.Stderr, "reclaimer: unknown command %q\n\n%s", name, usage)
-		return ExitUsage
-	}
-	return c.exit(err)
+	return c.exit(run(ctx, c, pos))
 }
 
-type command struct {
-	env        Env
-	configPath string
-	server     string // --server: the commands go to a running daemon
-	tokenFile  string
-	failed     bool // some action failed; exit 1
+// parseAnywhere parses flags wherever they stand among the positional
+// arguments (flag stops at the first positional one); "--" ends flags.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+func newFlags(name string, env Env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage is printed by the caller, on the right stream
+	fs.Usage = func() {}
+	return fs
 }
 
 // usageError marks bad usage or configuration (exit 2).
@@ -158,85 +193,162 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
+// Category makes a usage error bad input, whatever it wraps.
+func (u usageError) Category() ops.Category { return ops.CatBadRequest }
+
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// exit prints err and maps it, and what the command found, to an exit
+// code: the category's (ops.Classify); else 2 when nothing is configured,
+// 1 when something failed or could not be looked at, 0.
 func (c *command) exit(err error) int {
 	if err != nil {
-		fmt.Fprintf(c.env.Stderr, "reclaimer: %v\n", err)
-		var u usageError
-		if errors.As(err, &u) || errors.Is(err, config.ErrInvalid) {
-			return ExitUsage
-		}
-		return ExitFailed
+		fmt.Fprintf(c.env.Stderr, "reclaimer: %v\n", plan.OneLine(err.Error()))
+		return ops.Classify(err).Exit
 	}
-	if c.failed {
+	switch {
+	case c.configError:
+		return ExitUsage
+	case c.failed:
 		return ExitFailed
 	}
 	return ExitOK
 }
 
-// sourceFlags are --repo and --dir, for running without a config file.
-type sourceFlags struct{ repos, dirs multi }
+const overview = `usage: reclaimer [--config FILE] [--server URL [--token-file FILE]] <command> [arguments]
 
-type multi []string
+Reclaims the disk space and money that AI coding agents' runtimes leave behind.
 
-func (m *multi) String() string     { return strings.Join(*m, ",") }
-func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+commands:
+`
 
-func (s *sourceFlags) register(fs *flag.FlagSet) {
-	fs.Var(&s.repos, "repo", "a repository whose linked worktrees are runtimes (repeatable)")
-	fs.Var(&s.dirs, "dir", "a folder whose child folders are runtimes (repeatable)")
+const notes = `
+Flags may stand anywhere on the line, before or after the command and its
+arguments; "reclaimer COMMAND --help" tells one command's.
+
+With --server URL every command but size, usage and serve asks a running
+daemon (reclaimer serve) instead, with the same output; the token is read
+from --token-file, [server] token_file of --config, or api.token in the state
+folder. Without --config the sources are --repo PATH (a repository's linked
+worktrees) and --dir PATH (a folder of run folders).
+
+An ID may be given as the runtime's ID, backend/ID, source/ID, or its path
+(relative or absolute): its folder, its former folder once archived, or any
+folder inside its home or workspaces. STEP is caches, dependencies, suspend,
+archive or delete.
+
+Exit codes: 0 done; 1 something failed, a runtime was not found, or a source
+could not be looked at (problems, on standard error and in every --json);
+2 bad usage or configuration (no source at all included).
+`
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, overview)
+	for _, s := range commands {
+		line := s.name
+		if s.args != "" {
+			line += " " + s.args
+		}
+		if len(line) > 30 {
+			fmt.Fprintf(w, "  %s\n  %-30s %s\n", line, "", s.summary)
+			continue
+		}
+		fmt.Fprintf(w, "  %-30s %s\n", line, s.summary)
+	}
+	fmt.Fprint(w, notes)
 }
 
-// loadConfig reads --config, or builds one from --repo and --dir.
-func (c *command) loadConfig(src *sourceFlags) (*config.Config, error) {
-	if c.configPath != "" {
-		if src != nil && (len(src.repos) > 0 || len(src.dirs) > 0) {
-			return nil, usagef("--repo and --dir cannot be combined with --config")
-		}
-		cfg, err := config.Load(c.configPath)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		return cfg, nil
+// printCommandUsage prints one command's help: its line, its summary, and
+// only its own flags (the global ones in one line).
+func printCommandUsage(w io.Writer, s spec, fs *flag.FlagSet) {
+	line := "reclaimer " + s.name
+	if s.args != "" {
+		line += " " + s.args
 	}
-	cfg := config.Default()
-	if src != nil {
-		for _, r := range src.repos {
-			if err := cfg.AddWorktreeRepo(r); err != nil {
-				return nil, usageError{err}
+	fmt.Fprintf(w, "usage: %s [flags]\n\n%s\n", line, s.summary)
+	global := []string{"config", "server", "token-file", "repo", "dir"}
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !slices.Contains(global, f.Name) {
+			own = append(own, f)
+		}
+	})
+	if len(own) > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		for _, f := range own {
+			name, help := flag.UnquoteUsage(f)
+			arg := "--" + f.Name
+			if len(f.Name) == 1 {
+				arg = "-" + f.Name
+			}
+			if name != "" {
+				arg += " " + name
+			}
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" && f.DefValue != "-1" {
+				help += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(w, "  %-24s %s\n", arg, help)
+		}
+	}
+	g := "--config FILE, --server URL, --token-file FILE"
+	if s.sources {
+		g += "; without --config: --repo PATH, --dir PATH"
+	}
+	if s.local {
+		g = "--config FILE"
+		if s.name == "size" || s.name == "usage" || s.name == "version" {
+			g = ""
+		}
+	}
+	if g != "" {
+		fmt.Fprintf(w, "\nglobal flags: %s (see reclaimer --help)\n", g)
+	}
+}
+
+// versionText is the module's version and commit, from the build info
+// (or the version set at build time).
+func versionText(set string) string {
+	version, commit, modified, when := "(devel)", "", false, ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			case "vcs.time":
+				when = s.Value
 			}
 		}
-		for _, d := range src.dirs {
-			if err := cfg.AddDirRoot(d); err != nil {
-				return nil, usageError{err}
-			}
+	}
+	if set != "" && set != "dev" {
+		version = set
+	}
+	out := "reclaimer " + version
+	var parts []string
+	if commit != "" {
+		c := commit
+		if len(c) > 12 {
+			c = c[:12]
 		}
+		if modified {
+			c += " (modified)"
+		}
+		parts = append(parts, "commit "+c)
 	}
-	if err := cfg.ResolvePaths(); err != nil {
-		return nil, usageError{err}
+	if when != "" {
+		parts = append(parts, when)
 	}
-	return cfg, nil
-}
-
-func newFlags(name string, env Env) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		parts = append(parts, info.GoVersion)
 	}
-	return nil
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
+	if len(parts) > 0 {
+		out += " (" + strings.Join(parts, ", ") + ")"
 	}
-	return p
+	return out
 }
 
 // oneShotGC tunes the collector for a command that observes the world

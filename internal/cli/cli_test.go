@@ -33,7 +33,8 @@ func TestUsageErrors(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := run(t, "--config", cfg, "pin", "no-such-runtime"); code != 2 || !strings.Contains(errOut, "no-such-runtime") {
+	// Not found is exit 1 (bad usage is 2).
+	if _, errOut, code := run(t, "--config", cfg, "pin", "no-such-runtime"); code != 1 || !strings.Contains(errOut, "no-such-runtime") {
 		t.Fatalf("unknown runtime: exit %d, %q", code, errOut)
 	}
 }
@@ -163,7 +164,7 @@ func TestBusyPinnedLeasedRuntimesAreUntouched(t *testing.T) {
 	if exists(filepath.Join(runs, "free", "home", ".cache")) {
 		t.Error("free kept its cache")
 	}
-	ls := runOK(t, "--config", cfg, "ls")
+	ls := runOK(t, "--config", cfg, "ls", "-o", "wide")
 	if !strings.Contains(ls, "demo tomorrow") || !strings.Contains(ls, "(busy)") {
 		t.Fatalf("ls does not show the pin and the busy state:\n%s", ls)
 	}

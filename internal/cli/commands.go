@@ -5,23 +5,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
-	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/plan"
-	"github.com/reclaimer/reclaimer/internal/policy"
-	"github.com/reclaimer/reclaimer/internal/treesize"
+	"github.com/reclaimer/reclaimer/internal/server"
+	"github.com/reclaimer/reclaimer/internal/views"
 )
+
+// Every command is parse, call one operation of the service (local or a
+// daemon's: ops.Service), print its view. Nothing else happens here.
 
 type stepsFlag []backend.Step
 
@@ -35,576 +36,524 @@ func (s *stepsFlag) Set(v string) error {
 	return nil
 }
 
-// passFlags are the flags plan and apply share.
-type passFlags struct {
-	asJSON *bool
-	only   multi
-	steps  stepsFlag
-	src    sourceFlags
-}
-
-func (f *passFlags) register(fs *flag.FlagSet) {
-	f.asJSON = fs.Bool("json", false, "print JSON")
-	fs.Var(&f.only, "runtime", "only this runtime (repeatable)")
-	fs.Var(&f.steps, "step", "only this step (repeatable)")
-	f.src.register(fs)
-}
-
-// newPlan opens the configuration and plans a pass narrowed by the flags.
-func (c *command) newPlan(ctx context.Context, f *passFlags) (*session, *plan.Plan, *engine.World, error) {
-	s, err := c.open(ctx, &f.src)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	keys, err := s.resolveAll(ctx, f.only)
-	if err == nil {
-		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: f.steps, Only: keys})
-		if err == nil {
-			return s, p, w, nil
-		}
-	}
-	s.close()
-	return nil, nil, nil, err
-}
-
-func (c *command) plan(ctx context.Context, args []string) error {
-	fs := newFlags("plan", c.env)
-	out := fs.String("out", "", "also save the plan to FILE, for apply --plan")
-	var f passFlags
-	f.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	s, p, _, err := c.newPlan(ctx, &f)
+// with opens the service, runs f with it, and closes it; a local one first
+// waits for what the command freed to be really gone.
+func (c *command) with(ctx context.Context, f func(s ops.Service) error) error {
+	s, err := c.service(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	if *out != "" {
-		if err := plan.Write(*out, p); err != nil {
-			return err
-		}
+	err = f(s)
+	if derr := s.Drain(ctx); derr != nil && err == nil && ctx.Err() == nil {
+		fmt.Fprintf(c.env.Stderr, "reclaimer: warning: %v\n", derr)
 	}
-	if *f.asJSON {
-		return printJSON(c.env.Stdout, p)
-	}
-	printPlan(c.env.Stdout, p)
-	if *out != "" {
-		fmt.Fprintf(c.env.Stdout, "\nSaved to %s; apply it with: reclaimer apply --plan %s\n", *out, *out)
-	}
-	return nil
+	return errors.Join(err, s.Close())
 }
 
-func (c *command) apply(ctx context.Context, args []string) error {
-	fs := newFlags("apply", c.env)
-	planFile := fs.String("plan", "", "apply exactly this saved plan")
-	var f passFlags
-	f.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *planFile == "" {
-		s, p, w, err := c.newPlan(ctx, &f)
-		if err != nil {
-			return err
-		}
-		defer s.close()
-		if len(f.only) > 0 {
-			w = nil // narrowed: observe everything once for the trash leftovers
-		}
-		return c.runApply(ctx, s, p, w, *f.asJSON)
-	}
-	if len(f.only) > 0 || len(f.steps) > 0 {
-		return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
-	}
-	p, err := plan.Read(*planFile)
-	if err != nil {
-		return usageError{err}
-	}
-	s, err := c.open(ctx, &f.src)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	return c.runApply(ctx, s, p, nil, *f.asJSON)
-}
-
-func (c *command) runApply(ctx context.Context, s *session, p *plan.Plan, w *engine.World, asJSON bool) error {
-	var progress func(done, total int)
-	if c.env.IsTerminal && !asJSON && len(p.Actions) > 3 {
-		progress = func(done, total int) {
-			const width = 30
-			n := done * width / total
-			fmt.Fprintf(c.env.Stderr, "\r[%s%s] %d/%d", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
-			if done == total {
-				fmt.Fprintln(c.env.Stderr)
-			}
-		}
-	}
-	res, err := s.engine.Apply(ctx, p, engine.ApplyOptions{Progress: progress, World: w})
-	if err != nil {
-		return err
-	}
-	if err := s.engine.Drain(ctx); err != nil {
-		fmt.Fprintf(c.env.Stderr, "reclaimer: warning: %v\n", err)
-	}
-	c.failed = res.Failed()
-	if asJSON {
-		return printJSON(c.env.Stdout, res)
-	}
-	printApplied(c.env.Stdout, res)
-	return nil
-}
-
-// RuntimeRow is one line of ls.
-type RuntimeRow struct {
-	ID            string        `json:"id"`
-	Backend       string        `json:"backend"`
-	State         backend.State `json:"state"`
-	Path          string        `json:"path,omitempty"`
-	LastActive    time.Time     `json:"last_active,omitzero"`
-	SizeBytes     int64         `json:"size_bytes"`
-	Pinned        string        `json:"pinned,omitempty"`
-	LeaseUntil    time.Time     `json:"lease_until,omitzero"`
-	Retention     string        `json:"retention"`
-	ScheduledStep backend.Step  `json:"scheduled_step,omitempty"`
-	ScheduledDue  time.Time     `json:"scheduled_due,omitzero"`
-	Busy          string        `json:"busy,omitempty"`
-	Unsaved       string        `json:"unsaved,omitempty"`
-	ArchiveID     string        `json:"archive_id,omitempty"`
-}
-
-// openReport parses the flags of a report command ([--json] and the
-// source flags) and opens the configuration.
-func (c *command) openReport(ctx context.Context, name string, args []string) (*session, *bool, error) {
-	fs := newFlags(name, c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	var src sourceFlags
-	src.register(fs)
-	if err := parse(fs, args); err != nil {
-		return nil, nil, err
-	}
-	s, err := c.open(ctx, &src)
-	return s, asJSON, err
-}
-
-func (c *command) ls(ctx context.Context, args []string) error {
-	s, asJSON, err := c.openReport(ctx, "ls", args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	w, err := s.engine.Observe(ctx, engine.ObserveOptions{Record: true})
-	if err != nil {
-		return err
-	}
-	rows := []RuntimeRow{}
-	for _, seen := range w.Runtimes {
-		rows = append(rows, rowOf(seen))
-	}
-	measureRows(ctx, w, rows)
-	for _, r := range w.Gone {
-		rows = append(rows, RuntimeRow{ID: r.Key.ID, Backend: r.Key.Backend, State: backend.State(r.State),
-			SizeBytes: r.SizeBytes, ArchiveID: r.ArchiveID, Retention: "-"})
-	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, rows)
-	}
-	return printRuntimeRows(c.env.Stdout, rows)
-}
-
-// measureRows sizes the local runtimes of rows in parallel (a few at a
-// time: each walk is parallel already). A runtime without a folder of its
-// own (a container) is sized by its home and workspaces inside its root,
-// plus what its backend counted outside it (a writable layer).
-func measureRows(ctx context.Context, w *engine.World, rows []RuntimeRow) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for i, seen := range w.Runtimes {
-		rt := seen.Runtime
-		dirs := []string{rt.Path}
-		if rt.Path == "" {
-			dirs = append([]string{rt.Home}, rt.Workspaces...)
-		}
-		if rt.Root == "" {
-			if rt.StorageBytes > 0 {
-				rows[i].SizeBytes = rt.StorageBytes
-			}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			total, measured := rt.StorageBytes, false
-			seen := map[string]bool{}
-			for _, d := range dirs {
-				rel, err := filepath.Rel(rt.Root, d)
-				if d == "" || seen[d] || err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-					continue
-				}
-				seen[d] = true
-				if res, err := treesize.Measure(ctx, rt.Root, rel, treesize.Options{}); err == nil {
-					total += res.AllocBytes
-					measured = true
-				}
-			}
-			if measured || total > 0 {
-				rows[i].SizeBytes = total
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func rowOf(s *engine.Seen) RuntimeRow {
-	r := RuntimeRow{ID: s.Runtime.ID, Backend: s.Runtime.Backend, State: s.Runtime.State, Path: s.Runtime.Path,
-		LastActive: s.LastActive(), SizeBytes: -1, Busy: s.Runtime.Busy, Unsaved: s.Runtime.Unsaved}
-	rec := s.Record
-	if s.HasRecord {
-		r.SizeBytes = rec.SizeBytes
-		r.LeaseUntil = rec.LeaseUntil
-		r.ScheduledStep, r.ScheduledDue = backend.Step(rec.ScheduledStep), rec.ScheduledDue
-		r.ArchiveID = rec.ArchiveID
-		if rec.Pinned {
-			r.Pinned = "yes"
-			if rec.PinReason != "" {
-				r.Pinned = rec.PinReason
-			}
-		}
-	}
-	if s.Runtime.Pinned != "" {
-		r.Pinned = s.Runtime.Pinned
-	}
-	ret := s.Source.Settings.Retention
-	if rec.RetentionOverride != nil {
-		ret = *rec.RetentionOverride
-	}
-	r.Retention = durationText(ret)
-	if rec.RetentionOverride != nil {
-		r.Retention += " (set)"
-	}
-	return r
-}
-
-// Status is what status prints.
-type Status struct {
-	Filesystems []policy.Filesystem    `json:"filesystems"`
-	ByState     map[backend.State]int  `json:"runtimes_by_state"`
-	ByBackend   map[string]int         `json:"runtimes_by_backend"`
-	Reclaimable map[backend.Step]int64 `json:"reclaimable_bytes_by_step"`
-	LastPass    *ledger.JournalEntry   `json:"last_action,omitempty"`
-	Problems    []plan.Skipped         `json:"problems,omitempty"`
-	Scheduled   []plan.Notice          `json:"scheduled,omitempty"`
-}
-
-func (c *command) status(ctx context.Context, args []string) error {
-	s, asJSON, err := c.openReport(ctx, "status", args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	p, w, err := s.engine.Plan(ctx, engine.PlanOptions{})
-	if err != nil {
-		return err
-	}
-	st := Status{Filesystems: w.Filesystems, ByState: map[backend.State]int{}, ByBackend: map[string]int{},
-		Reclaimable: map[backend.Step]int64{}, Problems: w.Problems}
-	for _, r := range w.Runtimes {
-		st.ByState[r.Runtime.State]++
-		st.ByBackend[r.Runtime.Backend]++
-		if r.HasRecord && r.Record.ScheduledStep != "" {
-			st.Scheduled = append(st.Scheduled, plan.Notice{Runtime: r.Runtime.ID, Backend: r.Runtime.Backend,
-				Step: backend.Step(r.Record.ScheduledStep), Due: r.Record.ScheduledDue})
-		}
-	}
-	for _, g := range w.Gone {
-		st.ByState[backend.State(g.State)]++
-		st.ByBackend[g.Key.Backend]++
-	}
-	for _, a := range p.Actions {
-		st.Reclaimable[a.Step] += a.Bytes
-	}
-	if j, err := s.store.ListJournal(ctx, ledger.JournalFilter{Limit: 1}); err == nil && len(j) > 0 {
-		st.LastPass = &j[0]
-	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, st)
-	}
-	out := c.env.Stdout
-	printStatusHead(out, &st)
-	if st.LastPass != nil {
-		e := st.LastPass
-		outcome := "unfinished"
-		if e.Outcome != nil {
-			outcome = e.Outcome.Result
-		}
-		fmt.Fprintf(out, "last action: %s %s of %s/%s, %s\n", e.Intent.At.Local().Format(time.RFC3339), e.Intent.Step, e.Intent.Key.Backend, e.Intent.Key.ID, outcome)
-	}
-	printProblems(out, st.Problems)
-	return nil
-}
-
-func countsText[K ~string](m map[K]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (c *command) mark(ctx context.Context, name string, args []string) error {
-	fs := newFlags(name, c.env)
-	reason := fs.String("reason", "", "why (pin)")
-	forDur := fs.String("for", "", "how long (lease), e.g. 2h or 3d")
-	days := fs.Int("days", -1, "retention in days (0: never archive)")
-	def := fs.Bool("default", false, "back to the configured retention")
-	s, k, err := c.openRuntime(ctx, name, fs, args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	lk := ledger.Key{Backend: k.Backend, ID: k.ID}
-	now := time.Now().UTC()
-	switch name {
-	case "touch":
-		if err := s.ensureRecord(ctx, k); err != nil {
-			return err
-		}
-		if err := s.store.RecordActivity(ctx, []ledger.Activity{{Key: lk, At: now}}); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.env.Stdout, "%s: activity recorded at %s\n", k, now.Local().Format(time.RFC3339))
-		return nil
-	case "lease":
-		if *forDur == "" {
-			return usagef("lease: --for DURATION is required")
-		}
-		d, err := config.ParseDuration(*forDur)
-		if err != nil || d <= 0 {
-			return usagef("lease: --for %q: not a positive duration", *forDur)
-		}
-		until := now.Add(time.Duration(d))
-		return s.update(ctx, c, k, func(r *ledger.RuntimeRecord) string {
-			r.LeaseUntil = until
-			return "leased until " + until.Local().Format(time.RFC3339)
-		})
-	case "pin":
-		return s.update(ctx, c, k, func(r *ledger.RuntimeRecord) string {
-			r.Pinned, r.PinReason = true, *reason
-			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
-			return "pinned: never touched until unpinned"
-		})
-	case "unpin":
-		return s.update(ctx, c, k, func(r *ledger.RuntimeRecord) string {
-			r.Pinned, r.PinReason = false, ""
-			return "unpinned"
-		})
-	case "retention":
-		switch {
-		case *def && *days >= 0:
-			return usagef("retention: give --days N or --default, not both")
-		case *def:
-			return s.update(ctx, c, k, func(r *ledger.RuntimeRecord) string {
-				r.RetentionOverride = nil
-				return "retention back to the configured default"
-			})
-		case *days >= 0:
-			d := time.Duration(*days) * 24 * time.Hour
-			return s.update(ctx, c, k, func(r *ledger.RuntimeRecord) string {
-				r.RetentionOverride = &d
-				if *days == 0 {
-					return "retention: never archived"
-				}
-				return "retention set to " + strconv.Itoa(*days) + " days"
-			})
-		}
-		return usagef("retention: give --days N or --default")
-	}
-	return usagef("unknown command %q", name)
-}
-
-// openRuntime parses "ID [flags]" (or "[flags] ID"), opens the
-// configuration and resolves ID: what every command about one runtime
-// starts with.
-func (c *command) openRuntime(ctx context.Context, name string, fs *flag.FlagSet, args []string) (*session, backend.Key, error) {
-	var src sourceFlags
-	src.register(fs)
-	id, rest := splitID(args)
-	if err := parse(fs, rest); err != nil {
-		return nil, backend.Key{}, err
-	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	}
-	if id == "" {
-		return nil, backend.Key{}, usagef("%s: which runtime? (an ID or its path)", name)
-	}
-	s, err := c.open(ctx, &src)
-	if err != nil {
-		return nil, backend.Key{}, err
-	}
-	k, err := s.resolve(ctx, id)
-	if err != nil {
-		s.close()
-		return nil, backend.Key{}, err
-	}
-	return s, k, nil
-}
-
-// splitID takes a leading positional ID so flags may follow it.
-func splitID(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
-func (c *command) delete(ctx context.Context, args []string) error {
-	fs := newFlags("delete", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	s, k, err := c.openRuntime(ctx, "delete", fs, args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	p, _, err := s.engine.Plan(ctx, engine.PlanOptions{Only: []backend.Key{k}, Steps: []backend.Step{backend.StepDelete},
-		Requests: []policy.Request{{Key: k, Step: backend.StepDelete}}})
-	if err != nil {
-		return err
-	}
-	if len(p.Actions) == 0 {
-		reason := "nothing to do"
-		for _, sk := range p.Skipped {
-			if sk.Runtime == k.ID {
-				reason = sk.Reason
-			}
-		}
+// problems prints what an observation could not look at on standard
+// error, once each, and makes the exit 1 (2 when nothing is configured).
+func (c *command) problems(ps []views.Problem) {
+	for _, p := range ps {
+		fmt.Fprintf(c.env.Stderr, "reclaimer: problem: %s\n", plan.OneLine(p.String()))
 		c.failed = true
-		fmt.Fprintf(c.env.Stderr, "reclaimer: not deleting %s: %s\n", k, reason)
-		return nil
-	}
-	return c.runApply(ctx, s, p, nil, *asJSON)
-}
-
-func (c *command) restore(ctx context.Context, args []string) error {
-	fs := newFlags("restore", c.env)
-	to := fs.String("to", "", "restore into this path instead of where it was")
-	archiveID := fs.String("archive", "", "which archive (default: the newest)")
-	s, k, err := c.openRuntime(ctx, "restore", fs, args)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	archives, err := s.store.ListArchives(ctx, ledger.Key{Backend: k.Backend, ID: k.ID})
-	if err != nil {
-		return err
-	}
-	var a *ledger.Archive
-	for i := range archives {
-		if *archiveID == "" || archives[i].ID == *archiveID {
-			a = &archives[i]
-			break
+		if p.Code == plan.NoSources {
+			c.configError = true
 		}
 	}
-	if a == nil {
-		return fmt.Errorf("restore %s: no archive%s: %w", k, map[bool]string{true: " " + *archiveID, false: ""}[*archiveID != ""], backend.ErrNotFound)
-	}
-	b := s.backendNamed(k.Backend)
-	r, ok := backend.As[backend.Restorer](b)
-	if !ok {
-		return fmt.Errorf("restore %s: its backend cannot restore: %w", k, errors.ErrUnsupported)
-	}
-	target := *to
-	if target != "" {
-		target = absPath(target)
-	}
-	store, err := s.sinkFor(*a)
-	if err != nil {
-		return fmt.Errorf("restore %s from archive %s: %w", k, a.ID, err)
-	}
-	staging, err := s.stagingDir()
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(staging)
-	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: a.Location, Formats: a.Formats, Manifest: a.Manifest, To: target,
-		Sink: store, Staging: staging})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.env.Stdout, "restored %s from archive %s into %s\n", k, a.ID, path)
-	if target != "" {
-		// Elsewhere: a new runtime as far as the sources can tell; the
-		// archived record stays as it is.
-		return nil
-	}
-	lk := ledger.Key{Backend: k.Backend, ID: k.ID}
-	if _, err := s.store.Update(ctx, lk, func(r *ledger.RuntimeRecord) error {
-		r.State = string(backend.StateStopped)
-		return nil
-	}); err != nil {
-		return err
-	}
-	// Restoring is using it: the retention clock starts again.
-	return s.store.RecordActivity(ctx, []ledger.Activity{{Key: lk, At: time.Now().UTC()}})
 }
 
-func (c *command) log(ctx context.Context, args []string) error {
-	fs := newFlags("log", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	limit := fs.Int("limit", 50, "how many entries, newest first")
-	runtime := fs.String("runtime", "", "only this runtime")
-	planID := fs.String("plan", "", "only this plan")
-	var src sourceFlags
-	src.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+func noArgs(name string, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s: unexpected %q", name, args[0])
 	}
-	s, err := c.open(ctx, &src)
-	if err != nil {
-		return err
+	return nil
+}
+
+func needIDs(name string, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s: which runtime? (an ID, backend/ID, or its path)", name)
 	}
-	defer s.close()
-	filter := ledger.JournalFilter{Limit: *limit, PlanID: *planID}
-	if *runtime != "" {
-		k, err := s.resolve(ctx, *runtime)
+	return nil
+}
+
+var planCmd = spec{name: "plan", args: "", summary: "the dry run: what a pass would do, and why", sources: true, readOnly: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		out := fs.String("out", "", "also save the plan to `FILE`, for apply --plan")
+		var only multi
+		var st stepsFlag
+		fs.Var(&only, "runtime", "only this runtime `ID` (repeatable)")
+		fs.Var(&st, "step", "only this `STEP` (repeatable)")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("plan", args); err != nil {
+				return err
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				p, err := s.Plan(ctx, ops.PlanRequest{Steps: st, Runtimes: refsOf(only)})
+				if err != nil {
+					return err
+				}
+				c.problems(p.Problems)
+				if *out != "" {
+					if err := plan.Write(*out, p); err != nil {
+						return err
+					}
+				}
+				if *asJSON {
+					return printJSON(c.env.Stdout, p)
+				}
+				printPlan(c.env.Stdout, p)
+				if *out != "" {
+					fmt.Fprintf(c.env.Stdout, "\nSaved to %s; apply it with: reclaimer apply --plan %s\n", *out, *out)
+				}
+				return nil
+			})
+		}
+	}}
+
+var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved plan (never more)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		planArg := fs.String("plan", "", "apply exactly this plan: a `FILE` saved by plan --out, or a plan id the daemon made")
+		var only multi
+		var st stepsFlag
+		fs.Var(&only, "runtime", "only this runtime `ID` (repeatable)")
+		fs.Var(&st, "step", "only this `STEP` (repeatable)")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("apply", args); err != nil {
+				return err
+			}
+			req := ops.ApplyRequest{Steps: st, Runtimes: refsOf(only), Trigger: "cli"}
+			if *planArg != "" {
+				if len(only) > 0 || len(st) > 0 {
+					return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
+				}
+				if _, err := os.Stat(*planArg); err == nil || strings.ContainsRune(*planArg, '/') {
+					p, err := plan.Read(*planArg)
+					if err != nil {
+						return usageError{err}
+					}
+					req.Plan = p
+				} else {
+					req.PlanID = *planArg
+				}
+			}
+			return c.runPass(ctx, req, *asJSON)
+		}
+	}}
+
+// runPass applies and prints the results.
+func (c *command) runPass(ctx context.Context, req ops.ApplyRequest, asJSON bool) error {
+	if c.env.IsTerminal && !asJSON {
+		pl := &progressLine{w: c.env.Stderr, start: time.Now()}
+		req.Progress, req.Step = pl.actions, pl.longStep
+		defer pl.end()
+	}
+	return c.with(ctx, func(s ops.Service) error {
+		pass, err := s.Apply(ctx, req)
 		if err != nil {
 			return err
 		}
-		filter.Key = ledger.Key{Backend: k.Backend, ID: k.ID}
-	}
-	entries, err := s.store.ListJournal(ctx, filter)
-	if err != nil {
-		return err
-	}
-	if entries == nil {
-		entries = []ledger.JournalEntry{}
-	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, entries)
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tRUNTIME\tSTEP\tOUTCOME\tFREED\tREASON")
-	for _, e := range entries {
-		outcome, freed, reason := "unfinished", "-", e.Intent.Reason
-		if e.Outcome != nil {
-			outcome, freed = e.Outcome.Result, sizeText(e.Outcome.FreedBytes)
-			if e.Outcome.Reason != "" {
-				reason = e.Outcome.Reason
+		res := pass.Applied
+		if res == nil {
+			res = &plan.Applied{PlanID: pass.Plan.ID, Results: []plan.Result{}, Problems: []plan.Problem{}}
+		}
+		if req.Plan == nil && req.PlanID == "" {
+			// The pass's own observation: its problems are the plan's.
+			res.Problems = append(slices.Clone(pass.Plan.Problems), res.Problems...)
+		}
+		c.problems(res.Problems)
+		c.failed = c.failed || res.Failed() || (req.Delete && !allDone(res))
+		if req.Delete {
+			for _, r := range res.Results {
+				if r.Outcome != plan.Done {
+					fmt.Fprintf(c.env.Stderr, "reclaimer: not deleting %s/%s: %s\n", r.Backend, r.Runtime, plan.OneLine(r.Reason))
+				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Intent.At.Local().Format("2006-01-02 15:04:05"),
-			e.Intent.Key.Backend, e.Intent.Key.ID, e.Intent.Step, outcome, freed, reason)
-	}
-	return tw.Flush()
+		if asJSON {
+			return printJSON(c.env.Stdout, res)
+		}
+		printApplied(c.env.Stdout, res)
+		return nil
+	})
 }
+
+func allDone(res *plan.Applied) bool {
+	for _, r := range res.Results {
+		if r.Outcome != plan.Done {
+			return false
+		}
+	}
+	return len(res.Results) > 0
+}
+
+// progressLine is the line of how far an apply is, on a terminal: the
+// actions done, and for a long step (one big archive or removal) the
+// bytes stored or the entries and bytes purged so far. It is rewritten in
+// place at most five times a second.
+type progressLine struct {
+	w     io.Writer
+	start time.Time
+
+	mu          sync.Mutex
+	done, total int
+	step, kind  string
+	printed     time.Time
+	shown       bool
+}
+
+func (p *progressLine) actions(done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done, p.total, p.step, p.kind = done, total, "", ""
+	p.print(true)
+}
+
+func (p *progressLine) longStep(s engine.StepProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kind := p.kind
+	switch {
+	case s.Stored > 0:
+		p.step, p.kind = fmt.Sprintf("archive of %s: %s stored", s.Action.Key(), sizeText(s.Stored)), "archive"
+	case s.Removed > 0:
+		p.step, p.kind = fmt.Sprintf("removing: %d entries, %s freed", s.Removed, sizeText(s.Freed)), "purge"
+	}
+	p.print(kind != p.kind)
+}
+
+// print rewrites the line (always when force, else at most every 200 ms).
+func (p *progressLine) print(force bool) {
+	now := time.Now()
+	if !force && now.Sub(p.printed) < 200*time.Millisecond {
+		return
+	}
+	var parts []string
+	if p.total > 1 {
+		const width = 30
+		n := p.done * width / p.total
+		parts = append(parts, fmt.Sprintf("[%s%s] %d/%d actions", strings.Repeat("#", n), strings.Repeat(".", width-n), p.done, p.total))
+	}
+	if p.step != "" {
+		parts = append(parts, p.step)
+	}
+	if len(parts) == 0 {
+		return
+	}
+	parts = append(parts, now.Sub(p.start).Round(time.Second).String())
+	fmt.Fprintf(p.w, "\r%-100s", strings.Join(parts, ", "))
+	p.printed, p.shown = now, true
+}
+
+// end ends the line, if one was printed.
+func (p *progressLine) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprintln(p.w)
+	}
+}
+
+var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", sources: true, readOnly: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		output := fs.String("o", "", "output `FORMAT`: wide (every column: source, path, retention, lease, archive)")
+		backendName := fs.String("backend", "", "only this `BACKEND`'s runtimes")
+		state := fs.String("state", "", "only runtimes in this `STATE` (running, stopped, archived, ...)")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("ls", args); err != nil {
+				return err
+			}
+			if *output != "" && *output != "wide" {
+				return usagef("ls: -o %q: the only format is wide", *output)
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				list, err := s.Runtimes(ctx, ops.RuntimeQuery{Backend: *backendName, State: *state, Observe: true, Sizes: true})
+				if err != nil {
+					return err
+				}
+				c.problems(list.Problems)
+				if *asJSON {
+					return printJSON(c.env.Stdout, list.Runtimes)
+				}
+				return printRuntimes(c.env.Stdout, list.Runtimes, *output == "wide", time.Now())
+			})
+		}
+	}}
+
+var statusCmd = spec{name: "status", summary: "filesystems, sources, runtimes by state, what is reclaimable, the last pass", sources: true, readOnly: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("status", args); err != nil {
+				return err
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				st, err := s.Status(ctx)
+				if err != nil {
+					return err
+				}
+				c.problems(st.Problems)
+				if *asJSON {
+					return printJSON(c.env.Stdout, st)
+				}
+				printStatus(c.env.Stdout, st)
+				return nil
+			})
+		}
+	}}
+
+// mark runs one change on every runtime named: all, or none.
+func (c *command) mark(ctx context.Context, name string, args []string, req ops.MarkRequest) error {
+	if err := needIDs(name, args); err != nil {
+		return err
+	}
+	req.Runtimes = refsOf(args)
+	return c.with(ctx, func(s ops.Service) error {
+		marked, err := s.Mark(ctx, req)
+		for _, m := range marked {
+			fmt.Fprintf(c.env.Stdout, "%s/%s: %s\n", m.Runtime.Backend, m.Runtime.ID, m.Message)
+		}
+		return err
+	})
+}
+
+var touchCmd = spec{name: "touch", args: "ID...", summary: "record activity now", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		return func(ctx context.Context, c *command, args []string) error {
+			return c.mark(ctx, "touch", args, ops.MarkRequest{Touch: true})
+		}
+	}}
+
+var pinCmd = spec{name: "pin", args: "ID...", summary: "never touch these runtimes until unpinned", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		reason := fs.String("reason", "", "why, in `TEXT` (shown by ls and in plans)")
+		return func(ctx context.Context, c *command, args []string) error {
+			return c.mark(ctx, "pin", args, ops.MarkRequest{PinSet: true, Pin: *reason})
+		}
+	}}
+
+var unpinCmd = spec{name: "unpin", args: "ID...", summary: "undo pin", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		return func(ctx context.Context, c *command, args []string) error {
+			return c.mark(ctx, "unpin", args, ops.MarkRequest{Unpin: true})
+		}
+	}}
+
+var leaseCmd = spec{name: "lease", args: "ID... --for DURATION", summary: "do not touch these runtimes until then (never past their lifetime cap)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		forDur := fs.String("for", "", "how long: a `DURATION` such as 2h or 3d (required)")
+		return func(ctx context.Context, c *command, args []string) error {
+			if *forDur == "" {
+				return usagef("lease: --for DURATION is required")
+			}
+			d, err := config.ParseDuration(*forDur)
+			if err != nil || d <= 0 {
+				return usagef("lease: --for %q: not a positive duration", *forDur)
+			}
+			return c.mark(ctx, "lease", args, ops.MarkRequest{LeaseFor: time.Duration(d)})
+		}
+	}}
+
+var retentionCmd = spec{name: "retention", args: "ID... (--days N | --default)", summary: "the runtimes' own retention (--days 0: never archived)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		days := fs.Int("days", -1, "retention in `N` days (0: never archive)")
+		def := fs.Bool("default", false, "back to the source's retention")
+		return func(ctx context.Context, c *command, args []string) error {
+			switch {
+			case *def && *days >= 0:
+				return usagef("retention: give --days N or --default, not both")
+			case *def:
+				return c.mark(ctx, "retention", args, ops.MarkRequest{RetentionDefault: true})
+			case *days >= 0:
+				d := time.Duration(*days) * 24 * time.Hour
+				return c.mark(ctx, "retention", args, ops.MarkRequest{Retention: &d})
+			}
+			return usagef("retention: give --days N or --default")
+		}
+	}}
+
+var deleteCmd = spec{name: "delete", args: "ID...", summary: "remove these runtimes now (archived first when they hold unsaved work)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := needIDs("delete", args); err != nil {
+				return err
+			}
+			return c.runPass(ctx, ops.ApplyRequest{Runtimes: refsOf(args), Delete: true, Trigger: "cli"}, *asJSON)
+		}
+	}}
+
+var restoreCmd = spec{name: "restore", args: "ID", summary: "bring an archived runtime back (its newest archive by default)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		to := fs.String("to", "", "restore into this `PATH` instead of where it was")
+		archiveID := fs.String("archive", "", "which `ARCHIVE_ID` (default: the newest)")
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if len(args) != 1 {
+				return usagef("restore: give one runtime (an ID, or its former path)")
+			}
+			target := *to
+			if target != "" {
+				target = absPath(target)
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				r, err := s.Restore(ctx, ops.RestoreRequest{Runtime: refOf(args[0]), ArchiveID: *archiveID, To: target})
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(c.env.Stdout, r)
+				}
+				fmt.Fprintf(c.env.Stdout, "restored %s/%s from archive %s into %s\n", r.Backend, r.ID, r.ArchiveID, r.Path)
+				return nil
+			})
+		}
+	}}
+
+var archivesCmd = spec{name: "archives", args: "[ID | prune --older-than DURATION]", summary: "the archives, one archive or one runtime's in full; prune removes old ones (journaled)", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		olderThan := fs.String("older-than", "", "prune: remove archives created longer ago than this `DURATION` (\"30d\")")
+		dryRun := fs.Bool("dry-run", false, "prune: only show what would be removed")
+		return func(ctx context.Context, c *command, args []string) error {
+			if len(args) > 0 && args[0] == "prune" {
+				return c.prune(ctx, args[1:], *olderThan, *dryRun, *asJSON)
+			}
+			if *olderThan != "" || *dryRun {
+				return usagef("archives: --older-than and --dry-run go with archives prune")
+			}
+			if len(args) > 1 {
+				return usagef("archives: one ID at most")
+			}
+			name := ""
+			if len(args) == 1 {
+				name = refOf(args[0]).Name
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				list, err := s.Archives(ctx, name)
+				if err != nil {
+					return err
+				}
+				if len(list) == 1 && list[0].ID == name {
+					if *asJSON {
+						return printJSON(c.env.Stdout, list[0])
+					}
+					printArchive(c.env.Stdout, list[0])
+					return nil
+				}
+				if *asJSON {
+					return printJSON(c.env.Stdout, list)
+				}
+				printArchives(c.env.Stdout, list)
+				return nil
+			})
+		}
+	}}
+
+func (c *command) prune(ctx context.Context, args []string, olderThan string, dryRun, asJSON bool) error {
+	if len(args) > 0 {
+		return usagef("archives prune: unexpected %q", args[0])
+	}
+	if olderThan == "" {
+		return usagef("archives prune: --older-than DURATION is required")
+	}
+	d, err := config.ParseDuration(olderThan)
+	if err != nil || d <= 0 {
+		return usagef("archives prune: --older-than %q: not a positive duration", olderThan)
+	}
+	return c.with(ctx, func(s ops.Service) error {
+		p, err := s.Prune(ctx, ops.PruneRequest{OlderThan: time.Duration(d), OlderThanText: olderThan, DryRun: dryRun})
+		if err != nil {
+			return err
+		}
+		switch {
+		case dryRun && asJSON:
+			return printJSON(c.env.Stdout, p.Plan)
+		case dryRun:
+			printPrunePlan(c.env.Stdout, p.Plan)
+			return nil
+		}
+		c.failed = p.Applied.Failed()
+		if asJSON {
+			return printJSON(c.env.Stdout, p.Applied)
+		}
+		printPruned(c.env.Stdout, p.Applied)
+		return nil
+	})
+}
+
+var logCmd = spec{name: "log", summary: "the journal of actions, newest first", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		limit := fs.Int("limit", 50, "how many entries (`N`), newest first")
+		runtime := fs.String("runtime", "", "only this runtime `ID`'s entries")
+		planID := fs.String("plan", "", "only this `PLAN_ID`'s entries")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("log", args); err != nil {
+				return err
+			}
+			q := ops.JournalQuery{Limit: *limit, PlanID: *planID}
+			if *runtime != "" {
+				r := refOf(*runtime)
+				q.Runtime = &r
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				j, err := s.Journal(ctx, q)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return printJSON(c.env.Stdout, j.Entries)
+				}
+				return printJournal(c.env.Stdout, j.Entries)
+			})
+		}
+	}}
+
+var nativeCmd = spec{name: "native", args: "plan | sync", summary: "remote sandboxes: the providers' own timers, what the policy wants, the drift; sync writes it", sources: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if len(args) != 1 || (args[0] != "plan" && args[0] != "sync") {
+				return usagef("native: want plan or sync")
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				rep, err := s.NativeReport(ctx, args[0] == "sync")
+				if err != nil {
+					return err
+				}
+				c.failed = rep.Failed > 0 || len(rep.Problems) > 0
+				for _, p := range rep.Problems {
+					fmt.Fprintf(c.env.Stderr, "reclaimer: problem: %s\n", p)
+				}
+				if *asJSON {
+					return printJSON(c.env.Stdout, rep)
+				}
+				printNative(c.env.Stdout, rep)
+				return nil
+			})
+		}
+	}}
+
+var serveCmd = spec{name: "serve", summary: "the daemon: passes every [server] interval, and the HTTP API", local: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := noArgs("serve", args); err != nil {
+				return err
+			}
+			if c.g.server != "" {
+				return usagef("serve runs the daemon here; --server asks one")
+			}
+			return server.Run(ctx, server.Options{ConfigPath: c.g.config, Version: versionText(c.env.Version), Logs: c.env.Stderr, Signals: true})
+		}
+	}}
+
+var versionCmd = spec{name: "version", summary: "the module version and commit", local: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		return func(ctx context.Context, c *command, args []string) error {
+			fmt.Fprintln(c.env.Stdout, versionText(c.env.Version))
+			return nil
+		}
+	}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/reclaimer/reclaimer/internal/dockerclient/dockertest"
@@ -46,6 +47,12 @@ func TestDockerSourceFromConfig(t *testing.T) {
 	if states[name] != "stopped" || states["unowned:"+filepath.Join(root, "leftover")] != "unowned" || len(states) != 2 {
 		t.Fatalf("ls: %v", states)
 	}
+
+	// A folder inside the container's workspace names the container.
+	if out := runOK(t, "--config", cfg, "pin", filepath.Join(ws, "src", "deep"), "--reason", "x"); !strings.Contains(out, "docker/"+name) {
+		t.Fatalf("pin by a folder of its workspace: %s", out)
+	}
+	runOK(t, "--config", cfg, "unpin", ws)
 
 	var res applyJSON
 	runJSON(t, &res, "--config", cfg, "apply")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -19,17 +20,24 @@ type SizeRow struct {
 	Error   string   `json:"error,omitempty"`
 }
 
-func (c *command) size(ctx context.Context, args []string) error {
-	fs := newFlags("size", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
+var sizeCmd = spec{name: "size", args: "PATH...", summary: "measure trees as reclaimer deletes them (on this host)", local: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error { return c.size(ctx, args, *asJSON) }
+	}}
+
+var usageCmd = spec{name: "usage", args: "PATH...", summary: "how full each path's filesystem is (on this host)", local: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error { return c.diskUsage(args, *asJSON) }
+	}}
+
+func (c *command) size(ctx context.Context, args []string, asJSON bool) error {
+	if len(args) == 0 {
 		return usagef("size: which paths?")
 	}
 	rows := []SizeRow{}
-	for _, p := range fs.Args() {
+	for _, p := range args {
 		abs := absPath(p)
 		base, rel := filepath.Dir(abs), filepath.Base(abs)
 		if abs == "/" {
@@ -49,7 +57,7 @@ func (c *command) size(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, r)
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(c.env.Stdout, rows)
 	}
 	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
@@ -70,24 +78,19 @@ func (c *command) size(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (c *command) usage(args []string) error {
-	fs := newFlags("usage", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
+func (c *command) diskUsage(args []string, asJSON bool) error {
+	if len(args) == 0 {
 		return usagef("usage: which paths?")
 	}
 	rows := []diskusage.Usage{}
-	for _, p := range fs.Args() {
+	for _, p := range args {
 		u, err := diskusage.Of(p)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, u)
 	}
-	if *asJSON {
+	if asJSON {
 		return printJSON(c.env.Stdout, rows)
 	}
 	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
@@ -97,4 +100,11 @@ func (c *command) usage(args []string) error {
 			sizeText(int64(u.AvailBytes)), u.Percent(), u.InodeFraction*100)
 	}
 	return tw.Flush()
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -86,13 +86,15 @@ rate = 50
 
 	// A missing credential fails that source alone, and says which
 	// variable, never a value.
+	// The other source's plan goes on; the command exits 1, loudly.
 	t.Setenv("DAYTONA_API_KEY", "")
 	stdout, stderr, code := run(t, "--config", cfg, "plan")
-	if code != 0 || !strings.Contains(stdout, "$DAYTONA_API_KEY is not set") || strings.Contains(stdout+stderr, "e2b-key-123456") {
+	if code != 1 || !strings.Contains(stderr, "problem: [[daytona]]") || !strings.Contains(stderr, "$DAYTONA_API_KEY is not set") ||
+		!strings.Contains(stdout, "seen: e2b") || strings.Contains(stdout+stderr, "e2b-key-123456") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	stdout, _, code = run(t, "--config", cfg, "native", "plan")
-	if code != 1 || !strings.Contains(stdout, "problem: daytona[0]") {
-		t.Fatalf("native plan with a failing source: exit %d\n%s", code, stdout)
+	stdout, stderr, code = run(t, "--config", cfg, "native", "plan")
+	if code != 1 || !strings.Contains(stderr, "problem: [[daytona]]") {
+		t.Fatalf("native plan with a failing source: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -39,7 +39,7 @@ func TestInterruptedArchiveIsFinished(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.Update(ctx, ledger.Key{Backend: "dir", ID: "marked"}, func(r *ledger.RuntimeRecord) error {
+	if _, err := st.Update(ctx, ledger.Key{Source: "dirs:" + runs, Backend: "dir", ID: "marked"}, func(r *ledger.RuntimeRecord) error {
 		r.State = "archived"
 		return nil
 	}); err != nil {

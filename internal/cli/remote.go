@@ -3,40 +3,37 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
-	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/openapi"
-	"github.com/reclaimer/reclaimer/internal/plan"
-	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/ops"
+	"github.com/reclaimer/reclaimer/internal/views"
 )
 
-// remoteCommands work against a running daemon with --server.
-var remoteCommands = map[string]bool{"plan": true, "apply": true, "ls": true, "status": true, "touch": true,
-	"pin": true, "unpin": true, "lease": true, "retention": true, "delete": true, "log": true}
-
-// remoteClient talks to the daemon through the generated client.
-type remoteClient struct {
+// remote is ops.Service over a running daemon's HTTP API: each operation
+// is the endpoint whose handler calls the daemon's own ops.App, and its
+// answer decodes into the same view.
+type remote struct {
 	api *openapi.ClientWithResponses
 }
 
-func (c *command) dial() (*remoteClient, error) {
+var _ ops.Service = (*remote)(nil)
+
+func (c *command) dial() (*remote, error) {
 	tok, err := c.readToken()
 	if err != nil {
 		return nil, err
 	}
-	base, hc := c.server, &http.Client{Timeout: 10 * time.Minute}
-	if p, ok := strings.CutPrefix(c.server, "unix:"); ok {
+	base, hc := c.g.server, &http.Client{Timeout: 10 * time.Minute}
+	if p, ok := strings.CutPrefix(c.g.server, "unix:"); ok {
 		base = "http://reclaimer"
 		hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", p)
@@ -48,21 +45,21 @@ func (c *command) dial() (*remoteClient, error) {
 			return nil
 		}))
 	if err != nil {
-		return nil, usagef("--server %q: %v", c.server, err)
+		return nil, usagef("--server %q: %v", c.g.server, err)
 	}
-	return &remoteClient{api: api}, nil
+	return &remote{api: api}, nil
 }
 
 // readToken finds the token: --token-file, then [server] token_file of
 // --config, then api.token next to the ledger (the daemon's default).
 func (c *command) readToken() (string, error) {
-	path := c.tokenFile
+	path := c.g.tokenFile
 	if path == "" {
 		cfg := config.Default()
-		if c.configPath != "" {
+		if c.g.config != "" {
 			var err error
-			if cfg, err = config.Load(c.configPath); err != nil {
-				return "", usageError{err}
+			if cfg, err = c.loadConfig(); err != nil {
+				return "", err
 			}
 		}
 		path = cfg.Server.TokenFile
@@ -77,411 +74,203 @@ func (c *command) readToken() (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// check turns a failed request, or an error answer, into an error naming
-// its status and the daemon's message.
-func check(err error, resp *http.Response, body []byte) error {
+// answer returns v once the daemon answered 2xx, else the error it
+// answered, in its category.
+func answer[T any](v *T, err error, resp *http.Response, body []byte) (*T, error) {
 	if err != nil {
-		return fmt.Errorf("ask the daemon: %w", err)
+		return nil, fmt.Errorf("ask the daemon: %w", err)
 	}
-	if resp.StatusCode/100 == 2 {
-		return nil
+	if resp.StatusCode/100 == 2 && v != nil {
+		return v, nil
 	}
 	var e openapi.Error
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		msg := e.Error.Message
-		if e.Error.Field != "" {
-			msg = e.Error.Field + ": " + msg
+		cat, ok := ops.CategoryOf(string(e.Error.Code))
+		if !ok {
+			cat = ops.CatInternal
 		}
-		err := fmt.Errorf("the daemon answered %d: %s", resp.StatusCode, msg)
-		if resp.StatusCode == 400 || resp.StatusCode == 404 {
-			return usageError{err}
-		}
-		return err
+		return nil, &ops.RemoteError{Cat: cat, Field: e.Error.Field, Message: fmt.Sprintf("the daemon answered %d: %s", resp.StatusCode, e.Error.Message)}
 	}
-	return fmt.Errorf("the daemon answered %s", resp.Status)
+	return nil, &ops.RemoteError{Cat: ops.CatInternal, Message: "the daemon answered " + resp.Status}
 }
 
-// splitKey reads "ID" or "backend/ID".
-func splitKey(name string) (backendName, id string, err error) {
-	if strings.HasPrefix(name, "/") || strings.HasPrefix(name, ".") {
-		return "", "", usagef("runtime %q: with --server give its ID (or backend/ID), not a path", name)
-	}
-	if b, i, ok := strings.Cut(name, "/"); ok {
-		return b, i, nil
-	}
-	return "", name, nil
-}
-
-func (c *command) remote(ctx context.Context, name string, args []string) error {
-	rc, err := c.dial()
-	if err != nil {
-		return err
-	}
-	switch name {
-	case "plan", "apply":
-		return c.remotePass(ctx, rc, name, args)
-	case "ls":
-		return c.remoteLs(ctx, rc, args)
-	case "status":
-		return c.remoteStatus(ctx, rc, args)
-	case "log":
-		return c.remoteLog(ctx, rc, args)
-	case "delete":
-		return c.remoteDelete(ctx, rc, args)
-	}
-	return c.remoteMark(ctx, rc, name, args)
-}
-
-func (c *command) remotePass(ctx context.Context, rc *remoteClient, name string, args []string) error {
-	fs := newFlags(name, c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	var only multi
-	var steps stepsFlag
-	fs.Var(&only, "runtime", "only this runtime (repeatable)")
-	fs.Var(&steps, "step", "only this step (repeatable)")
-	out := fs.String("out", "", "also save the plan to FILE (plan)")
-	planFile := fs.String("plan", "", "apply exactly this plan, made by the same daemon (apply)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	var apiSteps []openapi.Step
-	for _, s := range steps {
-		apiSteps = append(apiSteps, openapi.Step(s))
-	}
-	if name == "plan" {
-		resp, err := rc.api.GetPlanWithResponse(ctx, &openapi.GetPlanParams{Step: apiSteps, Runtime: only})
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-			return err
-		}
-		var p plan.Plan
-		if err := json.Unmarshal(resp.Body, &p); err != nil {
-			return fmt.Errorf("read the plan: %w", err)
-		}
-		if *out != "" {
-			if err := plan.Write(*out, &p); err != nil {
-				return err
-			}
-		}
-		if *asJSON {
-			return printJSON(c.env.Stdout, &p)
-		}
-		printPlan(c.env.Stdout, &p)
+func names(refs []ops.Ref) []string {
+	if len(refs) == 0 {
 		return nil
 	}
-	req := openapi.PassRequest{Steps: apiSteps, Runtimes: only}
-	if *planFile != "" {
-		if len(only) > 0 || len(steps) > 0 {
-			return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
-		}
-		p, err := plan.Read(*planFile)
-		if err != nil {
-			return usageError{err}
-		}
-		req = openapi.PassRequest{PlanId: p.ID}
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Name
 	}
-	resp, err := rc.api.RunPassWithResponse(ctx, req)
+	return out
+}
+
+func steps(s []backend.Step) []openapi.Step {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]openapi.Step, len(s))
+	for i, x := range s {
+		out[i] = openapi.Step(x)
+	}
+	return out
+}
+
+func (r *remote) Plan(ctx context.Context, req ops.PlanRequest) (*views.Plan, error) {
+	resp, err := r.api.GetPlanWithResponse(ctx, &openapi.GetPlanParams{Step: steps(req.Steps), Runtime: names(req.Runtimes)})
 	if err != nil {
-		return check(err, nil, nil)
+		return answer[views.Plan](nil, err, nil, nil)
 	}
-	if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-		return err
-	}
-	var body struct {
-		Applied *plan.Applied `json:"applied"`
-	}
-	if err := json.Unmarshal(resp.Body, &body); err != nil || body.Applied == nil {
-		return fmt.Errorf("read the pass: %v", err)
-	}
-	c.failed = body.Applied.Failed()
-	if *asJSON {
-		return printJSON(c.env.Stdout, body.Applied)
-	}
-	printApplied(c.env.Stdout, body.Applied)
-	return nil
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 }
 
-// runtimeRow is the ls row of a runtime the daemon described.
-func runtimeRow(r openapi.Runtime) RuntimeRow {
-	return RuntimeRow{ID: r.Id, Backend: r.Backend, State: backend.State(r.State), Path: r.Path, LastActive: r.LastActive,
-		SizeBytes: r.SizeBytes, Pinned: r.Pinned, LeaseUntil: r.LeaseUntil, Retention: r.Retention,
-		ScheduledStep: backend.Step(r.ScheduledStep), ScheduledDue: r.ScheduledDue, Busy: r.Busy, Unsaved: r.Unsaved,
-		ArchiveID: r.ArchiveId}
+func (r *remote) Apply(ctx context.Context, req ops.ApplyRequest) (*views.Pass, error) {
+	body := openapi.PassRequest{DryRun: req.DryRun, Steps: steps(req.Steps), Runtimes: names(req.Runtimes),
+		Delete: req.Delete, PlanId: req.PlanID}
+	if req.Plan != nil {
+		body.Plan = *req.Plan
+	}
+	resp, err := r.api.RunPassWithResponse(ctx, body)
+	if err != nil {
+		return answer[views.Pass](nil, err, nil, nil)
+	}
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 }
 
-func (c *command) remoteLs(ctx context.Context, rc *remoteClient, args []string) error {
-	fs := newFlags("ls", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
+func (r *remote) Status(ctx context.Context) (*views.Status, error) {
+	resp, err := r.api.GetStatusWithResponse(ctx)
+	if err != nil {
+		return answer[views.Status](nil, err, nil, nil)
 	}
-	rows := []RuntimeRow{}
-	cursor := ""
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+}
+
+// Runtimes reads every page the query asks for (a page of 10,000 at a
+// time when it asks for all).
+func (r *remote) Runtimes(ctx context.Context, q ops.RuntimeQuery) (*views.RuntimeList, error) {
+	limit := q.Limit
+	if limit == 0 {
+		limit = 10000
+	}
+	params := &openapi.ListRuntimesParams{Backend: q.Backend, Source: q.Source, State: q.State, Cursor: q.Cursor,
+		Limit: limit, Observe: q.Observe, Sizes: q.Sizes}
+	out := &views.RuntimeList{Runtimes: []views.Runtime{}}
 	for {
-		resp, err := rc.api.ListRuntimesWithResponse(ctx, &openapi.ListRuntimesParams{Limit: 1000, Cursor: cursor})
+		resp, err := r.api.ListRuntimesWithResponse(ctx, params)
 		if err != nil {
-			return check(err, nil, nil)
+			return answer[views.RuntimeList](nil, err, nil, nil)
 		}
-		if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-			return err
+		page, err := answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+		if err != nil {
+			return nil, err
 		}
-		for _, r := range resp.JSON200.Runtimes {
-			rows = append(rows, runtimeRow(r))
+		out.Runtimes = append(out.Runtimes, page.Runtimes...)
+		if out.Problems == nil {
+			out.Problems = page.Problems // the first page's observation
 		}
-		if cursor = resp.JSON200.NextCursor; cursor == "" {
-			break
+		if q.Limit > 0 || page.NextCursor == "" {
+			out.NextCursor = page.NextCursor
+			return out, nil
 		}
+		params.Cursor, params.Observe = page.NextCursor, false // observed once is enough
 	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, rows)
-	}
-	return printRuntimeRows(c.env.Stdout, rows)
 }
 
-func (c *command) remoteStatus(ctx context.Context, rc *remoteClient, args []string) error {
-	fs := newFlags("status", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
+func (r *remote) Mark(ctx context.Context, req ops.MarkRequest) ([]views.Marked, error) {
+	body := map[string]any{"runtimes": names(req.Runtimes)}
+	switch {
+	case req.PinSet:
+		body["pin"] = map[string]string{"reason": req.Pin}
+	case req.Unpin:
+		body["unpin"] = true
+	case !req.LeaseUntil.IsZero():
+		body["lease"] = map[string]time.Time{"until": req.LeaseUntil}
+	case req.LeaseFor > 0:
+		body["lease_for"] = req.LeaseFor.String()
+	case req.RetentionDefault:
+		body["retention"] = map[string]bool{"default": true}
+	case req.Retention != nil:
+		if *req.Retention%(24*time.Hour) != 0 {
+			return nil, usagef("retention through a daemon is given in whole days")
+		}
+		body["retention"] = map[string]int{"days": int(*req.Retention / (24 * time.Hour))}
+	case req.Touch:
+		body["touch"] = true
 	}
-	resp, err := rc.api.GetStatusWithResponse(ctx)
+	data, err := json.Marshal(body)
 	if err != nil {
-		return check(err, nil, nil)
+		return nil, err
 	}
-	if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-		return err
-	}
-	s := resp.JSON200
-	st := Status{ByState: map[backend.State]int{}, ByBackend: s.RuntimesByBackend, Reclaimable: map[backend.Step]int64{}}
-	for _, f := range s.Filesystems {
-		st.Filesystems = append(st.Filesystems, policy.Filesystem{Path: f.Path, UsedBytes: uint64(f.UsedBytes),
-			AvailBytes: uint64(f.AvailBytes), Fraction: f.Fraction, High: f.High, Low: f.Low})
-	}
-	for k, v := range s.RuntimesByState {
-		st.ByState[backend.State(k)] = v
-	}
-	for k, v := range s.ReclaimableBytesByStep {
-		st.Reclaimable[backend.Step(k)] = v
-	}
-	for _, n := range s.Scheduled {
-		st.Scheduled = append(st.Scheduled, plan.Notice{Runtime: n.Runtime, Backend: n.Backend, Step: backend.Step(n.Step), Due: n.Due})
-	}
-	for _, pr := range s.Problems {
-		st.Problems = append(st.Problems, plan.Skipped{Runtime: pr.Runtime, Backend: pr.Backend, Reason: pr.Reason})
-	}
-	if j, err := rc.api.GetJournalWithResponse(ctx, &openapi.GetJournalParams{Limit: 1}); err == nil && j.JSON200 != nil && len(j.JSON200.Entries) > 0 {
-		e := journalEntry(j.JSON200.Entries[0])
-		st.LastPass = &e
-	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, st)
-	}
-	out := c.env.Stdout
-	printStatusHead(out, &st)
-	if lp := s.LastPass; !lp.StartedAt.IsZero() {
-		fmt.Fprintf(out, "last pass: %s (%s), %d actions, freed %s, %d failed\n", lp.FinishedAt.Local().Format(time.RFC3339),
-			lp.Trigger, lp.Actions, sizeText(lp.FreedBytes), lp.Failed)
-	}
-	if !s.NextPassAt.IsZero() {
-		fmt.Fprintf(out, "next pass: %s\n", s.NextPassAt.Local().Format(time.RFC3339))
-	}
-	printProblems(out, st.Problems)
-	return nil
-}
-
-// journalEntry is the ledger's form of an API journal entry, so that log
-// --json prints the same shape with or without --server.
-func journalEntry(e openapi.JournalEntry) ledger.JournalEntry {
-	je := ledger.JournalEntry{ID: e.Id, Intent: ledger.Intent{PlanID: e.PlanId, Key: ledger.Key{Backend: e.Backend, ID: e.Runtime},
-		Step: e.Step, Paths: e.Paths, Reason: e.Reason, At: e.At}}
-	if o := e.Outcome; o.Result != "" {
-		je.Outcome = &ledger.Outcome{Result: o.Result, Reason: o.Reason, FreedBytes: o.FreedBytes, At: o.At}
-	}
-	return je
-}
-
-func (c *command) remoteLog(ctx context.Context, rc *remoteClient, args []string) error {
-	fs := newFlags("log", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	limit := fs.Int("limit", 50, "how many entries, newest first")
-	runtime := fs.String("runtime", "", "only this runtime")
-	planID := fs.String("plan", "", "only this plan")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	params := &openapi.GetJournalParams{Limit: min(max(*limit, 1), 1000), PlanId: *planID}
-	if *runtime != "" {
-		b, id, err := splitKey(*runtime)
-		if err != nil {
-			return err
-		}
-		params.Runtime, params.Backend = id, b
-	}
-	resp, err := rc.api.GetJournalWithResponse(ctx, params)
+	resp, err := r.api.MarkRuntimesWithBodyWithResponse(ctx, "application/json", strings.NewReader(string(data)))
 	if err != nil {
-		return check(err, nil, nil)
+		_, err = answer[openapi.MarkList](nil, err, nil, nil)
+		return nil, err
 	}
-	if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-		return err
+	list, err := answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+	if err != nil {
+		return nil, err
 	}
-	entries := []ledger.JournalEntry{}
-	for _, e := range resp.JSON200.Entries {
-		entries = append(entries, journalEntry(e))
-	}
-	if *asJSON {
-		return printJSON(c.env.Stdout, entries)
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tRUNTIME\tSTEP\tOUTCOME\tFREED\tREASON")
-	for _, e := range entries {
-		outcome, freed, reason := "unfinished", "-", e.Intent.Reason
-		if e.Outcome != nil {
-			outcome, freed = e.Outcome.Result, sizeText(e.Outcome.FreedBytes)
-			if e.Outcome.Reason != "" {
-				reason = e.Outcome.Reason
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Intent.At.Local().Format("2006-01-02 15:04:05"),
-			e.Intent.Key.Backend, e.Intent.Key.ID, e.Intent.Step, outcome, freed, reason)
-	}
-	return tw.Flush()
+	return list.Marked, nil
 }
 
-// remoteID parses "ID [flags]" like openRuntime.
-func remoteID(name string, fs *flag.FlagSet, args []string) (backendName, id string, err error) {
-	first, rest := splitID(args)
-	if err := parse(fs, rest); err != nil {
-		return "", "", err
+func (r *remote) Journal(ctx context.Context, q ops.JournalQuery) (*views.Journal, error) {
+	params := &openapi.GetJournalParams{Limit: q.Limit, Before: q.Before, PlanId: q.PlanID}
+	if q.Runtime != nil {
+		params.Runtime, params.Backend, params.Source = q.Runtime.Name, q.Runtime.Backend, q.Runtime.Source
 	}
-	if first == "" && fs.NArg() == 1 {
-		first = fs.Arg(0)
+	resp, err := r.api.GetJournalWithResponse(ctx, params)
+	if err != nil {
+		return answer[views.Journal](nil, err, nil, nil)
 	}
-	if first == "" {
-		return "", "", usagef("%s: which runtime? (its ID)", name)
-	}
-	return splitKey(first)
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 }
 
-func (c *command) remoteDelete(ctx context.Context, rc *remoteClient, args []string) error {
-	fs := newFlags("delete", c.env)
-	asJSON := fs.Bool("json", false, "print JSON")
-	b, id, err := remoteID("delete", fs, args)
+func (r *remote) Archives(ctx context.Context, name string) ([]views.Archive, error) {
+	resp, err := r.api.ListArchivesWithResponse(ctx, &openapi.ListArchivesParams{Name: name})
 	if err != nil {
-		return err
+		_, err = answer[openapi.ArchiveList](nil, err, nil, nil)
+		return nil, err
 	}
-	resp, err := rc.api.ReleaseRuntimeWithResponse(ctx, id, &openapi.ReleaseRuntimeParams{Backend: b, Force: true})
+	list, err := answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 	if err != nil {
-		return check(err, nil, nil)
+		return nil, err
 	}
-	if resp.StatusCode() == http.StatusLocked {
-		c.failed = true
-		var e openapi.Error
-		_ = json.Unmarshal(resp.Body, &e)
-		fmt.Fprintf(c.env.Stderr, "reclaimer: not deleting %s: %s\n", id, e.Error.Message)
-		return nil
-	}
-	if err := check(nil, resp.HTTPResponse, resp.Body); err != nil {
-		return err
-	}
-	r := resp.JSON200.Result
-	res := &plan.Applied{Results: []plan.Result{{Runtime: r.Runtime, Backend: r.Backend, Step: backend.Step(r.Step),
-		Outcome: plan.Outcome(r.Outcome), Reason: r.Reason, FreedBytes: r.FreedBytes, ArchiveID: r.ArchiveId}}, FreedBytes: r.FreedBytes}
-	c.failed = res.Failed()
-	if *asJSON {
-		return printJSON(c.env.Stdout, res)
-	}
-	printApplied(c.env.Stdout, res)
-	return nil
+	return list.Archives, nil
 }
 
-func (c *command) remoteMark(ctx context.Context, rc *remoteClient, name string, args []string) error {
-	fs := newFlags(name, c.env)
-	reason := fs.String("reason", "", "why (pin)")
-	forDur := fs.String("for", "", "how long (lease), e.g. 2h or 3d")
-	days := fs.Int("days", -1, "retention in days (0: never archive)")
-	def := fs.Bool("default", false, "back to the configured retention")
-	b, id, err := remoteID(name, fs, args)
+func (r *remote) Prune(ctx context.Context, req ops.PruneRequest) (*views.Prune, error) {
+	resp, err := r.api.PruneArchivesWithResponse(ctx, openapi.PruneRequest{OlderThan: req.OlderThanText, DryRun: req.DryRun})
 	if err != nil {
-		return err
+		return answer[views.Prune](nil, err, nil, nil)
 	}
-	key := id
-	if b != "" {
-		key = b + "/" + id
-	}
-	var httpResp *http.Response
-	var body []byte
-	msg := ""
-	now := time.Now().UTC()
-	switch name {
-	case "touch":
-		r, err := rc.api.ReportActivityWithResponse(ctx, id, &openapi.ReportActivityParams{Backend: b}, openapi.Activity{At: now})
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		httpResp, body = r.HTTPResponse, r.Body
-		msg = "activity recorded at " + now.Local().Format(time.RFC3339)
-	case "pin":
-		r, err := rc.api.PinRuntimeWithResponse(ctx, id, &openapi.PinRuntimeParams{Backend: b}, openapi.PinRequest{Reason: *reason})
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		httpResp, body = r.HTTPResponse, r.Body
-		msg = "pinned: never touched until unpinned"
-	case "unpin":
-		r, err := rc.api.UnpinRuntimeWithResponse(ctx, id, &openapi.UnpinRuntimeParams{Backend: b})
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		httpResp, body = r.HTTPResponse, r.Body
-		msg = "unpinned"
-	case "lease":
-		if *forDur == "" {
-			return usagef("lease: --for DURATION is required")
-		}
-		d, err := config.ParseDuration(*forDur)
-		if err != nil || d <= 0 {
-			return usagef("lease: --for %q: not a positive duration", *forDur)
-		}
-		r, err := rc.api.LeaseRuntimeWithResponse(ctx, id, &openapi.LeaseRuntimeParams{Backend: b}, openapi.LeaseRequest{Until: now.Add(time.Duration(d))})
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		httpResp, body = r.HTTPResponse, r.Body
-		if r.JSON200 != nil {
-			msg = "leased until " + r.JSON200.LeaseUntil.Local().Format(time.RFC3339)
-			if r.JSON200.Capped {
-				msg += " (capped by max_lifetime)"
-			}
-		}
-	case "retention":
-		var req []byte
-		switch {
-		case *def && *days >= 0:
-			return usagef("retention: give --days N or --default, not both")
-		case *def:
-			req, msg = []byte(`{"default":true}`), "retention back to the configured default"
-		case *days >= 0:
-			req = []byte(fmt.Sprintf(`{"days":%d}`, *days))
-			msg = fmt.Sprintf("retention set to %d days", *days)
-			if *days == 0 {
-				msg = "retention: never archived"
-			}
-		default:
-			return usagef("retention: give --days N or --default")
-		}
-		r, err := rc.api.SetRetentionWithBodyWithResponse(ctx, id, &openapi.SetRetentionParams{Backend: b}, "application/json", strings.NewReader(string(req)))
-		if err != nil {
-			return check(err, nil, nil)
-		}
-		httpResp, body = r.HTTPResponse, r.Body
-	default:
-		return usagef("unknown command %q", name)
-	}
-	if err := check(nil, httpResp, body); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.env.Stdout, "%s: %s\n", key, msg)
-	return nil
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 }
+
+func (r *remote) Restore(ctx context.Context, req ops.RestoreRequest) (*views.Restored, error) {
+	resp, err := r.api.RestoreRuntimeWithResponse(ctx, req.Runtime.Name, &openapi.RestoreRuntimeParams{Backend: req.Runtime.Backend, Source: req.Runtime.Source},
+		openapi.RestoreRequest{ArchiveId: req.ArchiveID, To: req.To})
+	if err != nil {
+		return answer[views.Restored](nil, err, nil, nil)
+	}
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+}
+
+func (r *remote) NativeReport(ctx context.Context, sync bool) (*views.NativeReport, error) {
+	if sync {
+		resp, err := r.api.SyncNativeWithResponse(ctx)
+		if err != nil {
+			return answer[views.NativeReport](nil, err, nil, nil)
+		}
+		return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+	}
+	resp, err := r.api.GetNativeWithResponse(ctx)
+	if err != nil {
+		return answer[views.NativeReport](nil, err, nil, nil)
+	}
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+}
+
+// Drain: the daemon purges its trash on its own.
+func (r *remote) Drain(context.Context) error { return nil }
+
+func (r *remote) Close() error { return nil }

@@ -51,7 +51,7 @@ func TestRetentionArchivesAndRestoresWorktree(t *testing.T) {
 		t.Fatalf("nothing may be archived before it was announced: %+v", p.Actions)
 	}
 	runOK(t, "--config", cfg, "apply") // records the notice
-	ls := runOK(t, "--config", cfg, "ls")
+	ls := runOK(t, "--config", cfg, "ls", "-o", "wide")
 	if !strings.Contains(ls, "archive at") {
 		t.Fatalf("ls does not show the schedule:\n%s", ls)
 	}

@@ -2,9 +2,11 @@
 //
 // # Contract
 //
-// Load reads one file; Parse takes its bytes; Default builds the
-// configuration used without a file (with AddWorktreeRepo, AddWorktreeRoot
-// and AddDirRoot for sources given on the command line). All three return a
+// Load reads one file; Parse takes its bytes; both are given the kinds of
+// source tables to accept (the registry of package sources, which wraps
+// them as sources.Load and sources.Parse). Default builds the
+// configuration used without a file (AddSource adds the command line's
+// sources, see sources.AdHoc). All three return a
 // *Config whose paths are resolved ("~/" expanded from $HOME, cleaned,
 // ledger.path and archive.dir defaulted from the state folder, see
 // StateDir); Load and Parse also validate it. Nothing here touches the
@@ -12,8 +14,18 @@
 //
 // The file keeps what was written: a policy key left out is nil in
 // PolicyOverrides. The engine never reads those pointers: it asks
-// Config.PolicyFor(source) for a Policy of plain values, resolved
+// Config.PolicyFor(table) for a policy.Settings of plain values, resolved
 // source table ← [policy] ← built-in default.
+//
+// # Sources
+//
+// Config.Sources holds every source table in file order, each a Source:
+// its Kind (the table name), its index among that kind's tables, and its
+// Table (the kind's struct, a config.Table). A source's Name is stable: its
+// `name` key, else "<table>:<identity>" (worktrees:/srv/app), so
+// reordering or adding tables changes no runtime's key; Label names it as
+// written (`[[worktrees]] repo = "/srv/app"`), for messages. Two sources
+// with one name are refused.
 //
 // # Errors
 //
@@ -24,6 +36,9 @@
 //	config /etc/reclaimer/config.toml:12: unknown key "dsik_high" in [policy]; did you mean "disk_high"?
 //	config /etc/reclaimer/config.toml:20: worktrees[1].retention: "-1h": negative durations are not allowed
 //	config /etc/reclaimer/config.toml:7:13: unexpected character U+000A at start of value
+//
+// (positions in messages about the file are the file's own: worktrees[1]
+// is its second [[worktrees]] table).
 //
 // Syntax errors also give the column. Parse reports every problem it can
 // find at once (joined with errors.Join, in line order): unknown keys and
@@ -38,10 +53,11 @@
 // # Keys
 //
 // The keys are documented on the fields of Config, Ledger, Archive,
-// PolicyOverrides, WorktreeSource and DirSource; the Go name of each field
-// is followed by its TOML key. testdata/example.toml is a complete,
-// commented example, parsed by the tests. Duration and Fraction describe the
-// value syntaxes; "off" and zero are explained there.
+// Server, SourceBase and PolicyOverrides here, and on the table structs of
+// package sources; the Go name of each field is followed by its TOML key.
+// docs/example.toml is a complete, commented example, parsed by the tests.
+// Duration and Fraction describe the value syntaxes; "off" and zero are
+// explained there.
 //
 // # Concurrency
 //
@@ -52,9 +68,9 @@
 //
 // # Extending
 //
-// Later sections slot in as fields of Config: plain tables as struct fields
-// ([server], [archive.s3] as a field of Archive), kinds of sources as slices
-// of structs that embed PolicyOverrides and implement Source ([[docker]],
-// [[e2b]], [[daytona]], [[http]]). Parse learns their keys from the struct
-// tags; Validate and Config.sources must be taught their checks.
+// Plain sections slot in as fields of Config ([server], [archive.s3] as a
+// field of Archive). Kinds of sources are not fields: each is a Kind
+// registered in package sources (see its doc), whose table struct embeds
+// SourceBase; Parse learns its keys from the struct tags, and Validate
+// calls its Check.
 package config

@@ -85,3 +85,25 @@ func joinErrors(errs []*Error) error {
 	}
 	return errors.Join(all...)
 }
+
+// Errors lists the problems err holds (what Load, Parse, Validate and
+// ResolvePaths return: one *Error, or several joined), in order; nil when
+// err is nil. ok is false when err holds anything else than *Errors (a
+// file that could not be read, say).
+func Errors(err error) (errs []*Error, ok bool) {
+	if err == nil {
+		return nil, true
+	}
+	parts := []error{err}
+	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		parts = j.Unwrap()
+	}
+	for _, e := range parts {
+		var ce *Error
+		if !errors.As(e, &ce) {
+			return errs, false
+		}
+		errs = append(errs, ce)
+	}
+	return errs, true
+}

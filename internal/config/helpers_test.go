@@ -25,8 +25,6 @@ func setEUID(t *testing.T, uid int) {
 	t.Cleanup(func() { geteuid = old })
 }
 
-const testState = "/home/tester/.local/state/reclaimer"
-
 // writeConfig writes doc to a file in a fresh temporary folder.
 func writeConfig(t *testing.T, doc string) string {
 	t.Helper()
@@ -41,45 +39,22 @@ func writeConfig(t *testing.T, doc string) string {
 func loadDoc(t *testing.T, doc string) (*Config, string, error) {
 	t.Helper()
 	path := writeConfig(t, doc)
-	c, err := Load(path)
+	c, err := Load(path, nil)
 	return c, path, err
-}
-
-// mustLoad loads doc and fails the test on error.
-func mustLoad(t *testing.T, doc string) *Config {
-	t.Helper()
-	c, _, err := loadDoc(t, doc)
-	if err != nil {
-		t.Fatalf("Load: %v\n%s", err, doc)
-	}
-	return c
 }
 
 // problems flattens err into its *Errors, failing the test on anything
 // else.
 func problems(t *testing.T, err error) []*Error {
 	t.Helper()
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, ErrInvalid) {
+	if err != nil && !errors.Is(err, ErrInvalid) {
 		t.Errorf("error %q does not match ErrInvalid", err)
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
+	errs, ok := Errors(err)
+	if !ok {
+		t.Fatalf("error %q holds more than *Errors", err)
 	}
-	out := make([]*Error, 0, len(errs))
-	for _, e := range errs {
-		var ce *Error
-		if !errors.As(e, &ce) {
-			t.Fatalf("error %q (%T) is not a *Error", e, e)
-		}
-		out = append(out, ce)
-	}
-	return out
+	return errs
 }
 
 // problem is the expected form of one *Error.
@@ -105,7 +80,5 @@ func checkProblems(t *testing.T, err error, file string, want ...problem) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }

@@ -4,11 +4,13 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
 // PolicyOverrides holds the policy keys as written in one table: the global
 // [policy] table, or a source table such as [[worktrees]] or [[dirs]] (which
-// embed it, so any policy key may appear there). A nil field (nil slice for
+// embed it through SourceBase, so any policy key may appear there). A nil field (nil slice for
 // CacheDirs) means the key was left out and the value is inherited: source
 // table ← [policy] ← built-in default. PolicyFor resolves the chain.
 type PolicyOverrides struct {
@@ -55,23 +57,6 @@ type PolicyOverrides struct {
 	RegisteredOnly *bool `toml:"registered_only"`
 }
 
-// Overrides returns o itself; source tables get it by embedding, which is
-// how they implement Source.
-func (o PolicyOverrides) Overrides() PolicyOverrides { return o }
-
-// Policy is the effective policy of a source: every key resolved to a plain
-// value. A zero duration or fraction means the feature is off.
-type Policy struct {
-	CacheDirs      []string      // relative to a runtime's home; empty: caches step off
-	DiskHigh       float64       // 0: no disk budget
-	DiskLow        float64       // 0 when DiskHigh is 0; otherwise 0 < DiskLow < DiskHigh
-	Retention      time.Duration // 0: keep forever
-	Grace          time.Duration // 0: no notice period
-	IdleSuspend    time.Duration // 0: never suspend for idleness
-	MaxLifetime    time.Duration // 0: no lifetime cap
-	RegisteredOnly bool          // sweep what no host registered
-}
-
 // DefaultGrace is the notice period when neither a source table nor
 // [policy] sets grace.
 const DefaultGrace = 24 * time.Hour
@@ -91,26 +76,17 @@ func DefaultDiskLow(high float64) float64 {
 	return math.Round(low*1e6) / 1e6
 }
 
-// Source is one source table: an element of Config.Worktrees or
-// Config.Dirs (later [[docker]], [[e2b]], ...). Each source type embeds
-// PolicyOverrides and names its array of tables.
-type Source interface {
-	// Table is the name of the array of tables, e.g. "worktrees".
-	Table() string
-	// Overrides returns the policy keys set in the source's table.
-	Overrides() PolicyOverrides
-}
-
-// PolicyFor returns the effective policy of source s: its overrides, then
-// the [policy] table, then the built-in defaults. PolicyFor(nil) gives the
-// global policy. The result shares nothing with c. It is meaningful only
-// for a Config that passed Validate.
-func (c *Config) PolicyFor(s Source) Policy {
-	p := Policy{CacheDirs: DefaultCacheDirs(), Grace: DefaultGrace}
+// PolicyFor returns the effective policy of source table t: its
+// overrides, then the [policy] table, then the built-in defaults.
+// PolicyFor(nil) gives the global policy. The result shares nothing with c.
+// It is meaningful only for a Config that passed Validate. The policy
+// package's Settings is the one type of a resolved policy.
+func (c *Config) PolicyFor(t Table) policy.Settings {
+	p := policy.Settings{CacheDirs: DefaultCacheDirs(), Grace: DefaultGrace}
 	lowSet := false
-	p.apply(c.Policy, &lowSet)
-	if s != nil {
-		p.apply(s.Overrides(), &lowSet)
+	apply(&p, c.Policy, &lowSet)
+	if t != nil {
+		apply(&p, t.Common().PolicyOverrides, &lowSet)
 	}
 	switch {
 	case p.DiskHigh <= 0:
@@ -128,7 +104,7 @@ func (c *Config) PolicyFor(s Source) Policy {
 // apply lays o over p. Setting disk_high forgets an inherited disk_low
 // (lowSet), so that a source raising or lowering its high watermark gets a
 // matching low one.
-func (p *Policy) apply(o PolicyOverrides, lowSet *bool) {
+func apply(p *policy.Settings, o PolicyOverrides, lowSet *bool) {
 	if o.CacheDirs != nil {
 		p.CacheDirs = o.CacheDirs
 	}

@@ -16,8 +16,8 @@ var ErrUnsafeReload = errors.New("refusing to reload")
 // lost to the running daemon. Such changes take a restart, on purpose.
 func CheckReload(old, next *Config) error {
 	var why []error
-	if len(old.sources()) > 0 && len(next.sources()) == 0 {
-		why = append(why, fmt.Errorf("%w: it has no sources (it had %d): a truncated or emptied file?", ErrUnsafeReload, len(old.sources())))
+	if len(old.Sources) > 0 && len(next.Sources) == 0 {
+		why = append(why, fmt.Errorf("%w: it has no sources (it had %d): a truncated or emptied file?", ErrUnsafeReload, len(old.Sources)))
 	}
 	if old.Archive.Dir != next.Archive.Dir || !reflect.DeepEqual(old.Archive.S3, next.Archive.S3) {
 		why = append(why, fmt.Errorf("%w: it changes where archives are kept (archive.dir %q → %q, archive.s3): restart to move them", ErrUnsafeReload, old.Archive.Dir, next.Archive.Dir))

@@ -40,12 +40,12 @@ type entry struct {
 	header    unstable.Kind // Table or ArrayTable for a header; Invalid for a key
 }
 
-func newScanner(data []byte, name string) *scanner {
+func newScanner(data []byte, name string, kinds []Kind) *scanner {
 	s := &scanner{
 		data:    data,
 		name:    name,
 		starts:  []int{0},
-		schema:  schema(),
+		schema:  schema(kinds),
 		arrays:  map[string]int{},
 		lines:   map[string]int{},
 		unknown: map[string]bool{},

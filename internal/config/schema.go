@@ -6,11 +6,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
-// The schema is derived from the struct tags of Config, so that a section
-// added to Config is known to Parse without further work. Field types it
+// The schema is derived from the struct tags of Config and of each kind's
+// table, so that a section added to Config, or a kind registered in package
+// sources, is known to Parse without further work. Field types it
 // knows: string, bool, int*, float64, Duration, Fraction, []string, map[string]string
 // (a table of strings with names of the user's choosing, such as labels),
 // structs (tables), []struct (arrays of tables), and pointers to these. Any other type panics
@@ -64,11 +64,39 @@ type schemaInfo struct {
 	children map[string][]string  // normalized key of a table → its key names
 }
 
-var schema = sync.OnceValue(func() *schemaInfo {
+// schema returns the schema of a document whose source tables are of
+// kinds: the fixed tables of Config, then an array of tables per kind.
+func schema(kinds []Kind) *schemaInfo {
 	s := &schemaInfo{kinds: map[string]valueKind{}, children: map[string][]string{}}
 	s.addStruct(nil, reflect.TypeFor[Config]())
+	for _, k := range kinds {
+		s.add(keyPath{nameSeg(k.Table)}, reflect.SliceOf(tableType(k)))
+	}
 	return s
-})
+}
+
+// tableType is the struct type of a kind's tables.
+func tableType(k Kind) reflect.Type {
+	t := reflect.TypeOf(k.New())
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("config: kind %s: New must return a pointer to a struct, not %s", k.Table, t))
+	}
+	return t.Elem()
+}
+
+// document is the type Parse decodes into and Marshal encodes: Config
+// (embedded, so its tables stay at the top level) and a slice of each
+// kind's tables, tagged with the kind's name.
+func document(kinds []Kind) reflect.Type {
+	fields := []reflect.StructField{{Name: "Config", Type: reflect.TypeFor[Config](), Anonymous: true}}
+	for i, k := range kinds {
+		fields = append(fields, reflect.StructField{
+			Name: fmt.Sprintf("Kind%d", i), Type: reflect.SliceOf(tableType(k)),
+			Tag: reflect.StructTag(fmt.Sprintf(`toml:%q`, k.Table)),
+		})
+	}
+	return reflect.StructOf(fields)
+}
 
 var (
 	durationType = reflect.TypeFor[Duration]()
@@ -221,3 +249,41 @@ func isBareKey(s string) bool {
 	}
 	return true
 }
+
+// Keys lists every key a document whose sources are of kinds may hold,
+// normalized (array indexes left out: "worktrees[].repo"), sorted: what
+// the documentation tests hold the docs to.
+func Keys(kinds []Kind) []string {
+	s := schema(kinds)
+	keys := make([]string, 0, len(s.kinds))
+	for k := range s.kinds {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// KeysOf lists the keys written in a document (tables and keys alike),
+// normalized as Keys lists them: what a test of an example file checks for
+// completeness. It reports the document's syntax errors.
+func KeysOf(data []byte, kinds []Kind) ([]string, error) {
+	data = data[:len(data):len(data)]
+	s := newScanner(data, "document", kinds)
+	s.scan()
+	if len(s.errs) > 0 {
+		return nil, joinErrors(s.errs)
+	}
+	seen := map[string]bool{}
+	for _, e := range s.entries {
+		seen[e.path.norm()] = true
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// IsTables tells whether key (normalized) is an array of tables.
+func IsTables(kinds []Kind, key string) bool { return schema(kinds).kinds[key] == kindTables }

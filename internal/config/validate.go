@@ -12,26 +12,24 @@ import (
 // Config, its line. It does not touch the filesystem: whether a root exists
 // is for its backend to find out at each pass (a folder may be mounted
 // later). Parse and Load call it; call it again after changing a Config in
-// code (for example after AddDirRoot).
+// code (for example after AddSource).
 //
-// Checks:
+// Checks of the fixed tables and of what every source shares:
 //   - ledger.path and archive.dir are absolute and not inside a managed root;
-//   - each [[worktrees]] has exactly one of repo and root; each [[dirs]] has
-//     root; these are absolute and not "/";
-//   - no root is, contains or lies inside another root, and no repo lies
-//     inside a [[dirs]] root (its folder would be a runtime) or repeats;
-//   - home, workspaces and cache_dirs are relative, clean, without "..";
+//   - each source's host paths are absolute, and managed ones not "/";
+//   - no managed root is, contains or lies inside another, and no
+//     repository lies inside a root whose every child is a runtime, or
+//     repeats;
+//   - each source's name is valid, and no two sources have one name (two
+//     tables with the same identity must be told apart with name);
+//   - cache_dirs are relative, clean, without "..";
 //   - fractions lie in (0, 1), disk_low is below disk_high (in [policy] and
 //     in the effective policy of every source that sets either), and
 //     disk_low is not set without disk_high;
 //   - durations are not negative;
-//   - each [[docker]] has a selector (labels or an OpenHands preset), home
-//     and workspaces are absolute clean container paths, and its roots are
-//     checked like other roots;
-//   - remote sources ([[e2b]], [[daytona]], [[http]]): endpoints are
-//     http(s) URLs without credentials (plain http only to loopback), a
-//     credential variable or file but not both, rate in (0, 1000], and a
-//     non-empty metadata or label selector for e2b and daytona.
+//   - [server] and [[notify]] (server.go).
+//
+// Each kind of source checks its own keys (Table.Check).
 //
 // The overlap checks compare paths as written; ResolvePaths (which Load
 // calls) resolves symbolic links and runs them again on the resolved paths.
@@ -56,44 +54,56 @@ func (c *Config) Validate() error {
 		}
 	}
 	v.policy("policy", c.Policy, nil)
-	for i := range c.Worktrees {
-		w := &c.Worktrees[i]
-		key := fmt.Sprintf("worktrees[%d]", i)
-		switch {
-		case w.Repo != "" && w.Root != "":
-			v.add(key+".root", "set repo or root, not both (repo is %q)", w.Repo)
-		case w.Repo == "" && w.Root == "":
-			v.add(key, "set repo (a repository's worktrees) or root (every worktree under a folder)")
-		case w.Repo != "":
-			v.managed(key+".repo", w.Repo)
-		default:
-			v.managed(key+".root", w.Root)
+	for _, src := range c.Sources {
+		key := src.Key()
+		base := src.Table.Common()
+		if base.Name != "" && !sourceName.MatchString(base.Name) {
+			v.add(key+".name", "%q: letters, digits, \".\", \"_\" and \"-\", at most 64, starting with a letter or digit", base.Name)
 		}
-		v.policy(key, w.PolicyOverrides, w)
+		if base.ListTimeout != nil && *base.ListTimeout < 0 {
+			v.add(key+".list_timeout", "%v: negative durations are not allowed", time.Duration(*base.ListTimeout))
+		}
+		for _, p := range src.Table.Paths() {
+			if *p.Value == "" {
+				continue // required ones are the table's own check
+			}
+			pkey := key + "." + p.Key
+			if p.Role.Managed() {
+				v.managed(pkey, *p.Value, p.Role)
+			} else {
+				v.absPath(pkey, *p.Value, "")
+			}
+		}
+		src.Table.Check(&Check{v: v, prefix: key})
+		v.policy(key, base.PolicyOverrides, src.Table)
 	}
-	for i := range c.Dirs {
-		d := &c.Dirs[i]
-		key := fmt.Sprintf("dirs[%d]", i)
-		if d.Root == "" {
-			v.add(key, "root is required")
-		} else {
-			v.managed(key+".root", d.Root)
-		}
-		if d.Home != "" {
-			v.subpath(key+".home", d.Home, "runtime folder")
-		}
-		for j, w := range d.Workspaces {
-			v.subpath(fmt.Sprintf("%s.workspaces[%d]", key, j), w, "runtime folder")
-		}
-		v.policy(key, d.PolicyOverrides, d)
-	}
-	for i := range c.Docker {
-		v.docker(fmt.Sprintf("docker[%d]", i), &c.Docker[i])
-	}
-	v.remote(c)
 	v.overlaps()
+	v.names()
 	v.server()
 	return joinErrors(v.errs)
+}
+
+// names reports two sources with one name: their runtimes' keys would be
+// the same. A source with a problem of its own already (the same
+// repository twice) is not reported again.
+func (v *validator) names() {
+	reported := func(key string) bool {
+		for _, e := range v.errs {
+			if e.Key == key || strings.HasPrefix(e.Key, key+".") {
+				return true
+			}
+		}
+		return false
+	}
+	first := map[string]string{} // name → key of the first source with it
+	for _, src := range v.c.Sources {
+		name, key := src.Name(), src.Key()
+		if prev, ok := first[name]; ok && !reported(key) {
+			v.add(key, "is the same source as %s (both named %q): give one of them its own name = \"...\"", prev, name)
+		} else if !ok {
+			first[name] = key
+		}
+	}
 }
 
 type validator struct {
@@ -105,13 +115,17 @@ type validator struct {
 
 type area struct {
 	key, path string
-	repo      bool // a [[worktrees]] repo: its own folder is not a runtime
-	dirs      bool // a [[dirs]] root: every child folder is a runtime
+	repo      bool // a repository: its own folder is not a runtime
+	dirs      bool // a root whose every child folder is a runtime
 }
 
 func (v *validator) add(key, format string, args ...any) {
 	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
 }
+
+// Line returns the line of key ("worktrees[1].root") in the file c was
+// parsed from, or of the nearest table holding it; 0 when unknown.
+func (c *Config) Line(key string) int { return c.lineOf(key) }
 
 // lineOf returns the line of key, or of the nearest table holding it.
 func (c *Config) lineOf(key string) int {
@@ -151,7 +165,7 @@ func (v *validator) absPath(key, p, what string) bool {
 }
 
 // managed checks a root or repo and remembers it for overlaps.
-func (v *validator) managed(key, p string) {
+func (v *validator) managed(key, p string, role PathRole) {
 	if !v.absPath(key, p, "") {
 		return
 	}
@@ -160,14 +174,7 @@ func (v *validator) managed(key, p string) {
 		v.add(key, `refusing to manage "/"`)
 		return
 	}
-	v.roots = append(v.roots, area{
-		key:  key,
-		path: p,
-		repo: strings.HasSuffix(key, ".repo"),
-		// Every child folder of a [[dirs]] root is a runtime, and of a
-		// [[docker]] root one unless a container mounts it.
-		dirs: strings.HasPrefix(key, "dirs[") || strings.HasPrefix(key, "docker["),
-	})
+	v.roots = append(v.roots, area{key: key, path: p, repo: role == PathRepo, dirs: role == PathDirs})
 }
 
 // overlaps reports folders claimed twice, and the ledger or archives inside
@@ -232,40 +239,6 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// docker checks a [[docker]] table.
-func (v *validator) docker(key string, d *DockerSource) {
-	for name := range d.Labels {
-		if strings.TrimSpace(name) == "" {
-			v.add(key+".labels", "a label name is empty")
-		}
-	}
-	if len(d.Selector()) == 0 {
-		v.add(key, "set labels (or openhands_runtime_owner, openhands_execution_scope): without a selector every container of the host would be managed")
-	}
-	if d.Home != "" {
-		v.containerPath(key+".home", d.Home)
-	}
-	for j, w := range d.Workspaces {
-		v.containerPath(fmt.Sprintf("%s.workspaces[%d]", key, j), w)
-	}
-	for j, r := range d.Roots {
-		v.managed(fmt.Sprintf("%s.roots[%d]", key, j), r)
-	}
-	v.policy(key, d.PolicyOverrides, d)
-}
-
-// containerPath checks a path inside a container: absolute and clean.
-func (v *validator) containerPath(key, p string) {
-	switch {
-	case !strings.HasPrefix(p, "/"):
-		v.add(key, "%q must be an absolute path inside the container", p)
-	case p == "/":
-		v.add(key, `"/" is the container's whole filesystem: name a mount point`)
-	case filepath.Clean(p) != p:
-		v.add(key, "%q is not clean: write %q", p, filepath.Clean(p))
-	}
-}
-
 // subpath checks a path relative to a runtime folder or home.
 func (v *validator) subpath(key, p, base string) {
 	switch {
@@ -293,7 +266,7 @@ func hasDotDot(p string) bool {
 
 // policy checks the policy keys of one table (prefix "policy" or a source's
 // key) and, for a source, its effective disk watermarks.
-func (v *validator) policy(prefix string, o PolicyOverrides, src Source) {
+func (v *validator) policy(prefix string, o PolicyOverrides, src Table) {
 	for i, d := range o.CacheDirs {
 		key := fmt.Sprintf("%s.cache_dirs[%d]", prefix, i)
 		if d == "." {

@@ -21,7 +21,15 @@ type Options struct {
 	// MaxProblems bounds how many problems of each kind the Result keeps
 	// (the counts stay exact). Default 100.
 	MaxProblems int
+	// Progress, when set, is told the entries removed and bytes freed so
+	// far, every ProgressEvery entries. It is called from the walk's
+	// workers, concurrently: it must be quick and safe for that.
+	Progress func(removed, freedBytes int64)
 }
+
+// ProgressEvery is how many removed entries apart Options.Progress is
+// called.
+const ProgressEvery = 4096
 
 // Problem is one entry that was left in place, with why.
 type Problem struct {
@@ -131,6 +139,12 @@ type deleter struct {
 	failedCount  int
 }
 
+func (d *deleter) progress(removed int64) {
+	if d.opts.Progress != nil && removed%ProgressEvery == 0 {
+		d.opts.Progress(removed, d.freed.Load())
+	}
+}
+
 func (d *deleter) skip(path string, err error) {
 	d.mu.Lock()
 	d.skippedCount++
@@ -224,7 +238,7 @@ func (d *deleter) Entry(n *dirwalk.Node, dirfd int, name string, typ uint8) {
 		n.Keep()
 		return
 	}
-	d.removed.Add(1)
+	d.progress(d.removed.Add(1))
 	// A multiply linked inode is counted when its last link goes, and only
 	// if every link was inside the tree. Once one was seen, every file is
 	// checked, because by the time its last link is unlinked its link count
@@ -278,8 +292,8 @@ func (d *deleter) LeaveDir(n *dirwalk.Node, parentFD int) bool {
 	}
 	switch err {
 	case nil:
-		d.removed.Add(1)
 		d.freed.Add(n.AllocBytes())
+		d.progress(d.removed.Add(1))
 		return false
 	case unix.ENOENT:
 		return false

@@ -11,13 +11,15 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
-	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
 // ApplyOptions tune Apply.
 type ApplyOptions struct {
 	// Progress, when set, is called after each action.
 	Progress func(done, total int)
+	// Step, when set, is told how a long step goes while it runs (an
+	// archive's bytes, a removal's purge).
+	Step Progress
 	// World is the observation the plan was made from, when the caller has
 	// it (a pass plans and applies at once); nil makes Apply observe.
 	World *World
@@ -30,27 +32,27 @@ type ApplyOptions struct {
 
 // Apply carries out p: never more than it says, skipping what changed.
 func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*plan.Applied, error) {
-	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions))}
+	res := &plan.Applied{PlanID: p.ID, Results: make([]plan.Result, 0, len(p.Actions)), Problems: []plan.Problem{}}
 	unlock, _, err := e.applyLock(false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	defer e.setProgress(opts.Step)()
 	w := opts.World
 	if w == nil {
 		var err error
 		if w, err = e.Observe(ctx, ObserveOptions{Light: true}); err != nil {
 			return nil, err
 		}
+		// A saved plan applied later: what this observation could not
+		// look at is this apply's to report (a pass's own are its plan's).
+		res.Problems = append(res.Problems, w.Problems...)
 	}
 	e.PurgeLeftovers(w)
 	e.recordNotices(ctx, p, res)
 
 	budgetMet := map[string]bool{}
-	lows := map[string]float64{}
-	for _, fs := range p.Usage {
-		lows[fs.Path] = fs.Low
-	}
 	type waiting struct {
 		i  int
 		ch []<-chan int64
@@ -66,12 +68,12 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 	}
 	for i, a := range p.Actions {
 		later[a.Key()]--
-		r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
+		r := resultOf(a)
 		switch {
 		case ctx.Err() != nil || closed(opts.Stop):
-			r.Outcome, r.Reason = plan.Pending, "stopped before reaching it"
+			r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, "stopped before reaching it"
 		case a.Step == backend.StepDependencies && budgetMet[a.Filesystem]:
-			r.Outcome, r.Reason = plan.Skip, "disk budget met: usage is at or under disk_low"
+			r.Outcome, r.Code, r.Reason = plan.Skip, plan.BudgetMet, "disk budget met: usage is at or under disk_low"
 		default:
 			if o, ok := ours[a.Key()]; ok {
 				// An earlier action of this apply changed the runtime (its
@@ -83,7 +85,7 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 			if r.Outcome == plan.Done && !a.Step.Destructive() && later[a.Key()] > 0 {
 				if w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}}); err == nil {
 					if s := w.Find(a.Key()); s != nil {
-						ours[a.Key()] = plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}
+						ours[a.Key()] = observed(s)
 					}
 				}
 			}
@@ -111,6 +113,14 @@ func (e *Engine) Apply(ctx context.Context, p *plan.Plan, opts ApplyOptions) (*p
 		res.FreedBytes += r.FreedBytes
 	}
 	return res, nil
+}
+
+func resultOf(a plan.Action) plan.Result {
+	return plan.Result{Runtime: a.Runtime, Backend: a.Backend, Source: a.Source, Step: a.Step}
+}
+
+func observed(s *Seen) plan.Observed {
+	return plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}
 }
 
 func wait(ctx context.Context, stop <-chan struct{}, chans []<-chan int64) int64 {
@@ -159,7 +169,7 @@ func (e *Engine) budgetMet(ctx context.Context, a plan.Action) (bool, error) {
 func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Applied) {
 	st := e.opts.Ledger
 	for _, n := range p.Scheduled {
-		k := ledger.Key{Backend: n.Backend, ID: n.Runtime}
+		k := n.Key()
 		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
 			if r.ScheduledStep == "" {
 				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = string(n.Step), p.CreatedAt, n.Due
@@ -176,7 +186,7 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 		}
 	}
 	for _, n := range p.Canceled {
-		k := ledger.Key{Backend: n.Backend, ID: n.Runtime}
+		k := n.Key()
 		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
 			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
 			return nil
@@ -194,27 +204,19 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 
 // applyOne carries out one action in the order of destruction.
 func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (plan.Result, []<-chan int64) {
-	r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
-	skip := func(why string) (plan.Result, []<-chan int64) {
-		r.Outcome, r.Reason = plan.Skip, why
-		return r, nil
-	}
-	fail := func(err error) (plan.Result, []<-chan int64) {
-		r.Outcome, r.Reason = plan.Failed, err.Error()
-		return r, nil
-	}
+	r := resultOf(a)
 	// Look again before the journal and any export: most changes show.
-	seen, why, err := e.reobserve(ctx, a)
+	seen, change, err := e.reobserve(ctx, a)
 	if err != nil {
-		return fail(err)
-	} else if why != "" {
-		return skip(why)
+		return failed(r, err), nil
+	} else if !change.IsZero() {
+		return change.skip(r), nil
 	}
 
-	intent, err := e.opts.Ledger.AppendIntent(ctx, ledger.Intent{PlanID: p.ID, Key: toLedgerKey(a.Key()),
+	intent, err := e.opts.Ledger.AppendIntent(ctx, ledger.Intent{PlanID: p.ID, Key: a.Key(),
 		Step: string(a.Step), Paths: a.Paths, Reason: a.Reason, At: e.opts.Now().UTC()})
 	if err != nil {
-		return fail(fmt.Errorf("journal intent: %w", err))
+		return failed(r, fmt.Errorf("journal intent: %w", err)), nil
 	}
 	r, chans := e.execute(ctx, p, a, seen)
 	if r.Outcome == plan.Failed && a.Step.Destructive() {
@@ -225,19 +227,37 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 		outcome.FreedBytes = 0
 	}
 	if err := e.opts.Ledger.RecordOutcome(ctx, intent, outcome); err != nil {
-		e.log.Error("journal outcome", "runtime", a.Key().String(), "err", err)
+		e.log.Error("journal outcome", "runtime", a.Key().Unique(), "err", err)
 	}
 	return r, chans
+}
+
+// failed ends r with err: a step the backend cannot take for this runtime
+// (errors.ErrUnsupported) is skipped, not failed, with nothing done (the
+// engine's fallback: the runtime stays as it was, and the next pass plans
+// again), and so is a runtime gone in the meantime; unsaved work that cannot be archived is "protected"; anything
+// else is an error.
+func failed(r plan.Result, err error) plan.Result {
+	r.Reason = plan.OneLine(err.Error())
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		r.Outcome, r.Code = plan.Skip, plan.Unsupported
+	case errors.Is(err, backend.ErrProtected):
+		r.Outcome, r.Code = plan.Failed, plan.Protected
+	case errors.Is(err, backend.ErrNotFound):
+		// Gone between the re-check and the step: nothing left to do.
+		r.Outcome, r.Code = plan.Skip, plan.ChangedSincePlan
+	default:
+		r.Outcome, r.Code = plan.Failed, plan.Error
+	}
+	return r
 }
 
 // execute does the step, under the runtime's lock for the parts that
 // change anything.
 func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen) (plan.Result, []<-chan int64) {
-	r := plan.Result{Runtime: a.Runtime, Backend: a.Backend, Step: a.Step}
-	fail := func(err error) (plan.Result, []<-chan int64) {
-		r.Outcome, r.Reason = plan.Failed, err.Error()
-		return r, nil
-	}
+	r := resultOf(a)
+	fail := func(err error) (plan.Result, []<-chan int64) { return failed(r, err), nil }
 	b := seen.Source.Backend
 	rt := *seen.Runtime
 
@@ -249,7 +269,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			got, err := e.export(ctx, ex, rt, p.CreatedAt)
+			got, err := e.export(ctx, ex, rt, p.CreatedAt, a)
 			if err != nil {
 				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}
@@ -269,16 +289,19 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 
 	unlock, err := e.lockRuntime(ctx, rt.Key)
 	if err != nil {
-		r.Outcome, r.Reason = plan.Skip, err.Error()
+		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
 		return r, nil
 	}
 	defer unlock()
-	if _, why, err := e.reobserve(ctx, a); err != nil {
+	locked, change, release, err := e.recheckLocked(ctx, a, seen)
+	if err != nil {
 		return fail(err)
-	} else if why != "" {
-		r.Outcome, r.Reason = plan.Skip, why
-		return r, nil
 	}
+	defer release()
+	if !change.IsZero() {
+		return change.skip(r), nil
+	}
+	rt = *locked.Runtime
 
 	var chans []<-chan int64
 	discard := func(path string) error {
@@ -310,7 +333,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err := s.Suspend(ctx, rt, backend.SuspendOptions{Reason: a.Reason}); err != nil {
 			return fail(err)
 		}
-		e.markState(ctx, rt.Key, backend.StateSuspended, "")
+		e.markState(ctx, rt, backend.StateSuspended, "")
 	case backend.StepArchive, backend.StepDelete:
 		d, ok := backend.As[backend.Deleter](b)
 		if !ok {
@@ -326,14 +349,15 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 				return fail(fmt.Errorf("record archive (nothing was removed): %w", err))
 			}
 			r.ArchiveID = id
+			r.Kept, r.NotKept = splitSurvives(exp.Survives)
 			kept = true
 		}
 		// Mark first: a crash after this point is finished by Recover.
-		if err := e.markState(ctx, rt.Key, state, r.ArchiveID); err != nil {
+		if err := e.markState(ctx, rt, state, r.ArchiveID); err != nil {
 			return fail(fmt.Errorf("mark %s (nothing was removed): %w", state, err))
 		}
 		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard, Step: a.Step}); err != nil {
-			e.markState(ctx, rt.Key, rt.State, r.ArchiveID)
+			e.markState(ctx, rt, rt.State, r.ArchiveID)
 			return fail(err)
 		}
 	}
@@ -341,80 +365,92 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	return r, chans
 }
 
-// reobserve looks at the action's runtime again and says why the action
-// must be skipped ("" when it may go on).
-func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, string, error) {
+// splitSurvives splits an archive's survives list into what it keeps and
+// what it does not (the lines saying "NOT kept").
+func splitSurvives(lines []string) (kept, notKept []string) {
+	for _, l := range lines {
+		if strings.Contains(l, " NOT kept") {
+			notKept = append(notKept, l)
+		} else {
+			kept = append(kept, l)
+		}
+	}
+	return kept, notKept
+}
+
+// reobserve looks at the action's runtime again, through its source's
+// Lister and the ledger, and says what changed since the plan (zero when
+// the action may go on).
+func (e *Engine) reobserve(ctx context.Context, a plan.Action) (*Seen, Change, error) {
 	w, err := e.Observe(ctx, ObserveOptions{Only: []backend.Key{a.Key()}})
 	if err != nil {
-		return nil, "", fmt.Errorf("re-observe %s: %w", a.Key(), err)
+		return nil, Change{}, fmt.Errorf("re-observe %s: %w", a.Key(), err)
 	}
 	s := w.Find(a.Key())
-	const changed = "changed since plan: "
 	if s == nil {
-		// A source that could not be listed says nothing about the
-		// runtime: that is a failure to look, not a runtime gone.
 		for _, pr := range w.Problems {
-			if pr.Backend == a.Backend && strings.HasPrefix(pr.Reason, "listing failed: ") {
-				return nil, "", fmt.Errorf("re-observe %s: %s", a.Key(), pr.Reason)
+			if pr.Source == a.Source && (pr.Code == plan.SourceUnreadable || pr.Code == plan.SourceTimeout) {
+				// Not listed is not gone: the source could not be read.
+				return nil, Change{}, fmt.Errorf("re-observe %s: %s", a.Key(), pr.Message)
 			}
 		}
-		return nil, changed + "the runtime is gone", nil
 	}
-	rt := *s.Runtime
-	rec := s.PolicyRecord()
+	return s, recheck(a, s, w.Now), nil
+}
+
+// recheckLocked re-checks the action under the runtime's lock: with the
+// backend's own lock when it has one (a Locker, which re-observes the
+// runtime as it holds it), else by observing it again. release ends the
+// backend's lock; it is never nil.
+func (e *Engine) recheckLocked(ctx context.Context, a plan.Action, seen *Seen) (*Seen, Change, func(), error) {
+	noop := func() {}
+	lk, ok := backend.As[backend.Locker](seen.Source.Backend)
+	if !ok {
+		s, change, err := e.reobserve(ctx, a)
+		return s, change, noop, err
+	}
+	l, err := lk.Lock(ctx, *seen.Runtime, backend.LockOptions{Step: a.Step})
 	switch {
-	case rec.Pinned || rt.Pinned != "":
-		return s, changed + "pinned", nil
-	case rec.LeaseUntil.After(w.Now):
-		return s, changed + "leased until " + rec.LeaseUntil.Format(time.RFC3339), nil
-	case s.HeldBy != "":
-		return s, changed + "held by " + s.HeldBy, nil
-	case rt.Busy != "":
-		return s, changed + "busy: " + rt.Busy, nil
-	case rt.State != a.Observed.State:
-		return s, changed + "now " + string(rt.State), nil
-	case s.LastActive().After(a.Observed.LastActivity):
-		return s, changed + "new activity at " + s.LastActive().UTC().Format(time.RFC3339), nil
-	case rt.Fingerprint != a.Observed.Fingerprint:
-		return s, changed + "its files or git state changed", nil
-	case a.Step.Destructive() && len(a.Paths) > 0 && (len(a.Paths) != 1 || a.Paths[0] != rt.Path):
-		return s, changed + "its path changed", nil
+	case errors.Is(err, errors.ErrUnsupported):
+		// No lock for this runtime: the engine's own re-check it is.
+		s, change, err := e.reobserve(ctx, a)
+		return s, change, noop, err
+	case errors.Is(err, backend.ErrNotFound):
+		return nil, changedBecause(ChangeGone, "the runtime is gone"), noop, nil
+	case errors.Is(err, backend.ErrBusy), errors.Is(err, backend.ErrConflict):
+		return nil, changedBecause(ChangeLocked, plan.OneLine(err.Error())), noop, nil
+	case err != nil:
+		return nil, Change{}, noop, err
 	}
-	if a.Step.Destructive() {
-		// The runtime must still be due: a notice canceled meanwhile, or a
-		// retention extended, stops it.
-		if a.Step == backend.StepArchive && s.Record.ScheduledStep != string(backend.StepArchive) {
-			return s, changed + "no longer scheduled", nil
-		}
-		if a.Step == backend.StepArchive && retentionExtended(s, w.Now) {
-			return s, changed + "retention extended", nil
-		}
-		if a.Step == backend.StepDelete && strings.HasPrefix(a.Reason, policy.OrphanReason) {
-			switch {
-			case s.orphanSince().IsZero():
-				return s, changed + "registered by a host", nil
-			case s.Record.ScheduledStep != string(backend.StepDelete):
-				return s, changed + "no longer scheduled", nil
-			}
-		}
+	release := noop
+	if l.Unlock != nil {
+		release = l.Unlock
 	}
-	return s, "", nil
+	rt := l.Runtime
+	rt.Key.Source = seen.Source.Name
+	s := &Seen{Runtime: &rt, Source: seen.Source}
+	now := e.opts.Now().UTC()
+	if err := e.attachRecord(ctx, s, now); err != nil {
+		release()
+		return nil, Change{}, noop, err
+	}
+	if err := e.busy(ctx, []*Seen{s}); err != nil {
+		release()
+		return nil, Change{}, noop, fmt.Errorf("re-observe %s: scan for busy runtimes: %w", a.Key(), err)
+	}
+	return s, recheck(a, s, now), release, nil
 }
 
-func retentionExtended(s *Seen, now time.Time) bool {
-	ret := s.Source.Settings.Retention
-	if s.Record.RetentionOverride != nil {
-		ret = *s.Record.RetentionOverride
-	}
-	last := s.LastActive()
-	return ret <= 0 || last.IsZero() || now.Sub(last) <= ret
-}
-
-func (e *Engine) markState(ctx context.Context, k backend.Key, state backend.State, archiveID string) error {
-	_, err := e.opts.Ledger.Update(ctx, toLedgerKey(k), func(r *ledger.RuntimeRecord) error {
+// markState records the runtime's new state, with the archive that keeps
+// it; a runtime the ledger never recorded gets a record.
+func (e *Engine) markState(ctx context.Context, rt backend.Runtime, state backend.State, archiveID string) error {
+	_, err := e.opts.Ledger.Update(ctx, rt.Key, func(r *ledger.RuntimeRecord) error {
 		r.State = string(state)
 		if archiveID != "" {
 			r.ArchiveID = archiveID
+		}
+		if rt.Path != "" {
+			r.Path = rt.Path
 		}
 		if !state.Present() {
 			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
@@ -422,7 +458,7 @@ func (e *Engine) markState(ctx context.Context, k backend.Key, state backend.Sta
 		return nil
 	})
 	if errors.Is(err, ledger.ErrNotFound) {
-		err = e.opts.Ledger.Observe(ctx, []ledger.Observation{{Key: toLedgerKey(k), State: string(state), SizeBytes: -1, At: e.opts.Now().UTC()}})
+		err = e.opts.Ledger.Observe(ctx, []ledger.Observation{{Key: rt.Key, State: string(state), Path: rt.Path, SizeBytes: -1, At: e.opts.Now().UTC()}})
 	}
 	return err
 }
@@ -432,13 +468,13 @@ func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *bac
 	manifest := exp.Manifest
 	if len(manifest) == 0 {
 		manifest, _ = jsonMarshal(map[string]any{"survives": exp.Survives, "restore": exp.Restore, "path": rt.Path,
-			"home": rt.Home, "workspaces": rt.Workspaces, "source": rt.Source})
+			"home": rt.Home, "workspaces": rt.Workspaces, "source": rt.Key.Source})
 	}
 	var objs []ledger.ArchiveObject
 	for _, o := range exp.Objects {
 		objs = append(objs, ledger.ArchiveObject{Name: o.Name, Bytes: o.Bytes, SHA256: o.SHA256})
 	}
-	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: toLedgerKey(rt.Key), CreatedAt: at.UTC(),
+	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: rt.Key, CreatedAt: at.UTC(),
 		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Objects: objs, Manifest: manifest})
 	return id, err
 }

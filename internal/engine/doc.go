@@ -12,6 +12,24 @@
 // journal the outcome. The slow deletion happens afterwards, from the trash.
 // Apply never does more than the plan says; it may do less.
 //
+// The re-check is one pure function, recheck (action as planned, runtime as
+// seen again, now → what changed), with a table test. A backend with a
+// backend.Locker is asked for its lock and what it sees under it; one that
+// cannot lock that runtime (errors.ErrUnsupported) gets the engine's own
+// re-check, a listing of that runtime by the source that planned it. Keys
+// carry their source: a runtime of another source with the same backend
+// and ID is another runtime, never a substitute. A step the backend cannot
+// take (errors.ErrUnsupported) is skipped with code unsupported, not
+// failed; a runtime gone by then is skipped too.
+//
+// Observe lists each source within its ListTimeout. What it cannot see is
+// a plan.Problem of that source (unreadable, timed out, listed nothing
+// while the ledger knows its runtimes, a partial listing's
+// backend.Warnings), never a silent gap: a source that could not be
+// listed keeps its runtimes as they were (not missing), and records of
+// sources this engine does not have (another configuration sharing the
+// ledger) are never touched.
+//
 // Archives go to Options.Sink (a local folder by default, or S3): the sink
 // is checked first, the backend's Exporter writes and reads back every
 // object, the engine reads the manifest back once more, and only then is

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/filelock"
+	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/sink"
 	"github.com/reclaimer/reclaimer/internal/trash"
@@ -21,10 +26,19 @@ import (
 
 // Source is one configured source of runtimes.
 type Source struct {
-	// Name identifies the source in output, e.g. "worktrees[0]".
-	Name     string
+	// Name is the source's stable name: every runtime key it lists
+	// carries it (backend.Key.Source).
+	Name string
+	// Label names the source as its table was written, for messages:
+	// `[[worktrees]] repo = "/x"`. Default: Name.
+	Label string
+	// Kind is the source's table ("worktrees"); informational.
+	Kind     string
 	Backend  backend.Backend
 	Settings policy.Settings
+	// ListTimeout bounds one listing of the source, retries included; past
+	// it the source is a problem of the pass. 0: no bound but ctx's.
+	ListTimeout time.Duration
 }
 
 // BusyFunc tells, for each path, why it is busy ("" or absent: not busy).
@@ -71,10 +85,14 @@ type Engine struct {
 	purgedMu sync.Mutex
 	purged   map[string]chan int64
 	early    map[string]int64
+
+	// progress is the running apply's Progress (ApplyOptions.Step).
+	progress atomic.Pointer[Progress]
 }
 
 // New checks opts and returns an Engine.
 func New(opts Options) (*Engine, error) {
+	opts.Sources = slices.Clone(opts.Sources)
 	if opts.Ledger == nil {
 		return nil, errors.New("new engine: no ledger")
 	}
@@ -82,9 +100,13 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("new engine: no state folder")
 	}
 	names := map[string]bool{}
-	for _, s := range opts.Sources {
+	for i := range opts.Sources {
+		s := &opts.Sources[i]
 		if s.Backend == nil || s.Name == "" {
 			return nil, fmt.Errorf("new engine: source %q has no backend", s.Name)
+		}
+		if s.Label == "" {
+			s.Label = s.Name
 		}
 		if names[s.Name] {
 			return nil, fmt.Errorf("new engine: two sources named %q", s.Name)
@@ -126,6 +148,22 @@ func New(opts Options) (*Engine, error) {
 	return &Engine{opts: opts, log: opts.Logger, trashes: map[string]*trash.Trash{}, purged: map[string]chan int64{}, early: map[string]int64{}}, nil
 }
 
+// Sources are the engine's sources.
+func (e *Engine) Sources() []Source { return e.opts.Sources }
+
+// Source returns the source named name.
+func (e *Engine) Source(name string) (*Source, bool) {
+	for i := range e.opts.Sources {
+		if e.opts.Sources[i].Name == name {
+			return &e.opts.Sources[i], true
+		}
+	}
+	return nil, false
+}
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.opts.Now() }
+
 // Close stops the trash purgers; what is left is purged at the next start.
 func (e *Engine) Close() error {
 	e.mu.Lock()
@@ -163,7 +201,7 @@ func (e *Engine) trashFor(root string) (*trash.Trash, error) {
 	if t, ok := e.trashes[root]; ok {
 		return t, nil
 	}
-	t, err := trash.Open(root, trash.Options{OnPurged: e.onPurged})
+	t, err := trash.Open(root, trash.Options{OnPurged: e.onPurged, Deletion: deletion.Options{Progress: e.purgeProgress}})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +243,9 @@ func (e *Engine) discard(root, path string) (<-chan int64, error) {
 		return ch, nil
 	}
 	name, err := t.Discard(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", err, backend.ErrNotFound) // the DeleteOptions.Discard contract
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +278,33 @@ func (e *Engine) PurgeLeftovers(w *World) {
 	}
 }
 
-func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
-func fromLedgerKey(k ledger.Key) backend.Key {
-	return backend.Key{Backend: k.Backend, ID: k.ID}
+// Progress is told how a long step goes: an archive's bytes stored so far,
+// a removal's entries and bytes purged so far (its trash entry's). It is
+// called from many goroutines; it must be quick.
+type Progress func(p StepProgress)
+
+// StepProgress is one report of a long step.
+type StepProgress struct {
+	// Action is the action (zero for a purge: the trash does not know
+	// which action put the entry there).
+	Action plan.Action
+	// Archive: bytes of the archive stored so far.
+	Stored int64
+	// Purge: entries removed and bytes freed so far.
+	Removed, Freed int64
+}
+
+func (e *Engine) purgeProgress(removed, freed int64) {
+	if f := e.progress.Load(); f != nil {
+		(*f)(StepProgress{Removed: removed, Freed: freed})
+	}
+}
+
+// setProgress installs f for the apply in progress (nil: none).
+func (e *Engine) setProgress(f Progress) func() {
+	if f == nil {
+		return func() {}
+	}
+	e.progress.Store(&f)
+	return func() { e.progress.Store(nil) }
 }

@@ -63,7 +63,7 @@ func TestChangeDuringExportSkipsAndDropsTheExport(t *testing.T) {
 	}
 	defer eng.Close()
 
-	k := backend.Key{Backend: "dir", ID: "r1"}
+	k := backend.Key{Source: "dirs[0]", Backend: "dir", ID: "r1"}
 	p, _, err := eng.Plan(ctx, engine.PlanOptions{Requests: []policy.Request{{Key: k, Step: backend.StepDelete}}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestChangeDuringExportSkipsAndDropsTheExport(t *testing.T) {
 	if len(left) != 0 {
 		t.Fatalf("the unused export is still there: %v", left)
 	}
-	if got, _ := store.ListArchives(ctx, toLedger(k)); len(got) != 0 {
+	if got, _ := store.ListArchives(ctx, k); len(got) != 0 {
 		t.Fatalf("an archive was recorded: %+v", got)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/archive"
@@ -16,13 +18,41 @@ import (
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
+// countingSink tells report the bytes stored through it so far, at most
+// every 64 KiB read (an archive's progress).
+type countingSink struct {
+	sink.Sink
+	report func(total int64)
+	total  atomic.Int64
+}
+
+func (c *countingSink) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	return c.Sink.Put(ctx, name, &countingReader{r: r, s: c})
+}
+
+type countingReader struct {
+	r    io.Reader
+	s    *countingSink
+	last int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	total := c.s.total.Add(int64(n))
+	if total-c.last >= 64<<10 || (err != nil && total > c.last) {
+		c.last = total
+		c.s.report(total)
+	}
+	return n, err
+}
+
 // export writes the runtime's archive into the sink. The exporter reads
 // every object back before it returns (archive.ExportWorktree,
 // ExportFolders); here the sink is checked first, so an unreachable server
 // or a missing bucket fails before anything is read, and the manifest is
 // read back once more: the engine does not remove anything on a backend's
 // word alone.
-func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, at time.Time) (backend.Export, error) {
+func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, at time.Time, a plan.Action) (backend.Export, error) {
 	if e.opts.Sink == nil {
 		return backend.Export{}, errors.New("no archive storage configured")
 	}
@@ -39,7 +69,11 @@ func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Run
 	}
 	defer os.RemoveAll(staging)
 	base := archive.ObjectBase(rt.Backend, rt.ID, at)
-	exp, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: staging, Sink: e.opts.Sink,
+	var store sink.Sink = e.opts.Sink
+	if f := e.progress.Load(); f != nil {
+		store = &countingSink{Sink: store, report: func(n int64) { (*f)(StepProgress{Action: a, Stored: n}) }}
+	}
+	exp, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: staging, Sink: store,
 		Name: base, IncludeDependencies: e.opts.IncludeDependencies,
 		Conversations: conversations(rt), CreatedAt: at})
 	if err != nil {
@@ -107,7 +141,7 @@ func (e *Engine) abandonExport(b backend.Backend, rt backend.Runtime, at time.Ti
 // recordFailure adds a "failed" notice for a destructive action that
 // failed: the runtime stays, and whoever watches notices learns why.
 func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
-	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: toLedgerKey(a.Key()), Kind: "failed", Step: string(a.Step),
+	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step),
 		At: e.opts.Now().UTC(), Message: reason})
 	if err != nil {
 		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
@@ -132,13 +166,18 @@ func (e *Engine) dropInterruptedExport(ctx context.Context, k backend.Key, planI
 	}
 	base := archive.ObjectBase(k.Backend, k.ID, at)
 	manifest := archive.ManifestName(base)
-	recorded, err := e.opts.Ledger.ListArchives(ctx, toLedgerKey(k))
-	if err != nil {
-		return
-	}
-	for _, a := range recorded {
-		if a.Location == e.opts.Sink.URL(manifest) {
+	// The archives recorded of the runtime, under its key and under the
+	// key it had before keys carried their source: either may be the only
+	// copy of its work.
+	for _, key := range []backend.Key{k, {Backend: k.Backend, ID: k.ID}} {
+		recorded, err := e.opts.Ledger.ListArchives(ctx, key)
+		if err != nil {
 			return
+		}
+		for _, a := range recorded {
+			if a.Location == e.opts.Sink.URL(manifest) {
+				return
+			}
 		}
 	}
 	if s != nil && s.Runtime != nil {

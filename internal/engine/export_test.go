@@ -68,7 +68,7 @@ func TestCorruptArchiveLeavesRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	k := backend.Key{Backend: "dir", ID: "r1"}
+	k := backend.Key{Source: "dirs[0]", Backend: "dir", ID: "r1"}
 	p, _, err := eng.Plan(ctx, engine.PlanOptions{Requests: []policy.Request{{Key: k, Step: backend.StepDelete}}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,14 +83,14 @@ func TestCorruptArchiveLeavesRuntime(t *testing.T) {
 	if got := testtree.Fingerprint(t, filepath.Join(runs, "r1")); got != before {
 		t.Fatal("the runtime changed")
 	}
-	if got, _ := store.ListArchives(ctx, toLedger(k)); len(got) != 0 {
+	if got, _ := store.ListArchives(ctx, k); len(got) != 0 {
 		t.Fatalf("an archive was recorded: %+v", got)
 	}
-	j, err := store.ListJournal(ctx, ledger.JournalFilter{Key: toLedger(k)})
+	j, err := store.ListJournal(ctx, ledger.JournalFilter{Key: k})
 	if err != nil || len(j) != 1 || j[0].Outcome == nil || j[0].Outcome.Result != ledger.ResultFailed {
 		t.Fatalf("journal: %+v %v", j, err)
 	}
-	n, err := store.ListNotices(ctx, ledger.NoticeFilter{Key: toLedger(k)})
+	n, err := store.ListNotices(ctx, ledger.NoticeFilter{Key: k})
 	if err != nil || len(n) != 1 || n[0].Kind != "failed" || n[0].Step != "delete" {
 		t.Fatalf("notices: %+v %v", n, err)
 	}

@@ -77,7 +77,7 @@ func TestFleetLockKeepsAHoldAndAPassApart(t *testing.T) {
 	owner, api := newHost(t, url, runs), newHost(t, url, runs)
 
 	// The replica serving the API holds r00's lock: the owner's pass skips.
-	k0 := backend.Key{Backend: "dir", ID: "r00"}
+	k0 := backend.Key{Source: "dirs[0]", Backend: "dir", ID: "r00"}
 	p := planDelete(t, owner.eng, k0)
 	unlock, err := api.eng.LockRuntime(t.Context(), k0)
 	if err != nil {
@@ -99,7 +99,7 @@ func TestFleetLockKeepsAHoldAndAPassApart(t *testing.T) {
 	// takes a hold the way the server does (lock, re-read, hold).
 	var wg sync.WaitGroup
 	for i := 1; i < n; i++ {
-		k := backend.Key{Backend: "dir", ID: fmt.Sprintf("r%02d", i)}
+		k := backend.Key{Source: "dirs[0]", Backend: "dir", ID: fmt.Sprintf("r%02d", i)}
 		p := planDelete(t, owner.eng, k)
 		wg.Go(func() {
 			if _, err := owner.eng.Apply(t.Context(), p, engine.ApplyOptions{}); err != nil {
@@ -115,7 +115,7 @@ func TestFleetLockKeepsAHoldAndAPassApart(t *testing.T) {
 				return
 			}
 			defer unlock()
-			lk := ledger.Key{Backend: k.Backend, ID: k.ID}
+			lk := k
 			rec, err := api.store.Runtime(ctx, lk)
 			if err != nil || !backend.State(rec.State).Present() {
 				return // gone, or not yet seen: the server refuses the hold
@@ -128,7 +128,7 @@ func TestFleetLockKeepsAHoldAndAPassApart(t *testing.T) {
 	wg.Wait()
 	kept, removed := 0, 0
 	for i := 1; i < n; i++ {
-		lk := ledger.Key{Backend: "dir", ID: fmt.Sprintf("r%02d", i)}
+		lk := ledger.Key{Source: "dirs[0]", Backend: "dir", ID: fmt.Sprintf("r%02d", i)}
 		holds, err := owner.store.ListHolds(t.Context(), ledger.HoldFilter{Key: lk, Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)

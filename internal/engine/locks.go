@@ -36,7 +36,7 @@ func (e *Engine) LockRuntime(ctx context.Context, k backend.Key) (unlock func(),
 }
 
 func (e *Engine) takeLock(ctx context.Context, k backend.Key, wait time.Duration, busy string) (func(), error) {
-	release, err := e.opts.Locker.Lock(ctx, toLedgerKey(k), wait)
+	release, err := e.opts.Locker.Lock(ctx, k, wait)
 	if errors.Is(err, ledger.ErrLocked) || (wait > 0 && ctx.Err() != nil) {
 		return nil, fmt.Errorf("lock %s: %s: %w", k, busy, backend.ErrBusy)
 	}

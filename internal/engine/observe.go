@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +47,19 @@ func (s *Seen) LastActive() time.Time {
 	return s.Runtime.LastActivity
 }
 
+// ActivityFrom says where LastActive comes from: "reported" (touch, the
+// API), "observed" (the backend: files, the provider), or "" when neither
+// knows.
+func (s *Seen) ActivityFrom() string {
+	switch {
+	case s.Activity.IsZero() && s.Runtime.LastActivity.IsZero():
+		return ""
+	case s.Activity.After(s.Runtime.LastActivity):
+		return "reported"
+	}
+	return "observed"
+}
+
 // PolicyRecord turns the ledger's facts into the policy's.
 func (s *Seen) PolicyRecord() policy.Record {
 	r := s.Record
@@ -83,17 +96,33 @@ func (s *Seen) orphanSince() time.Time {
 	return time.Time{}
 }
 
+// Listed is what one pass learned of one source.
+type Listed struct {
+	Source *Source
+	// OK: the source was listed (warnings aside).
+	OK bool
+	// Runtimes is how many it listed.
+	Runtimes int
+	// Took is how long the listing took.
+	Took time.Duration
+}
+
 // World is what one pass observed.
 type World struct {
 	Now         time.Time
 	Runtimes    []*Seen
 	Filesystems []policy.Filesystem
-	// Gone are ledger records of runtimes no longer present anywhere
-	// (archived, deleted, missing), for ls and status.
+	// Usage is the measurement of each filesystem, by Filesystem.ID.
+	Usage map[string]diskusage.Usage
+	// Gone are ledger records of the configured sources' runtimes no
+	// longer present (archived, deleted, missing), for ls and status.
 	Gone []ledger.RuntimeRecord
-	// Problems are sources that could not be listed and other per-item
-	// failures that did not stop the pass.
-	Problems []plan.Skipped
+	// Sources says, per source listed, whether the listing worked.
+	Sources []Listed
+	// Problems are what the pass could not look at: sources that could not
+	// be listed, filesystems that could not be measured, selections that
+	// failed. They did not stop the pass.
+	Problems []plan.Problem
 
 	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
 }
@@ -111,63 +140,41 @@ func (w *World) Find(k backend.Key) *Seen {
 
 // ObserveOptions narrow an observation.
 type ObserveOptions struct {
-	// Only lists just these runtimes (IDs passed to each Lister).
+	// Only lists just these runtimes (IDs passed to each Lister of their
+	// source).
 	Only []backend.Key
 	// Record writes what was seen into the ledger (new runtimes, changed
-	// states, runtimes gone missing). Default true for passes.
+	// states, runtimes gone missing, legacy records adopted). Default true
+	// for passes.
 	Record bool
 	// Light observes runtimes without their activity, fingerprint and
-	// unsaved work where nothing needs them: sources with no retention,
-	// idle suspend or disk budget, and runtimes with no notice in force
-	// and no retention of their own. A pass then observes fully only the
-	// runtimes it acts on.
+	// unsaved work where nothing needs them: sources whose policies read
+	// no activity, and runtimes with no notice in force and no retention
+	// of their own. A pass then observes fully only the runtimes it acts
+	// on.
 	Light bool
 	// DeferBusy leaves the /proc scan to the caller (Plan scans only the
 	// runtimes a decision would touch).
 	DeferBusy bool
 }
 
+// listing is one source's listing in a pass.
+type listing struct {
+	runtimes []backend.Runtime
+	light    bool
+	err      error
+	took     time.Duration
+	skipped  bool // not asked (a narrowed observation of other sources)
+}
+
 // Observe re-reads the world from scratch.
 func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, error) {
 	w := &World{Now: e.opts.Now().UTC()}
-
-	// List every source, bounded in parallel.
-	type listed struct {
-		runtimes []backend.Runtime
-		light    bool
-		err      error
-	}
-	results := make([]listed, len(e.opts.Sources))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, e.opts.Concurrency)
-	for i := range e.opts.Sources {
-		src := &e.opts.Sources[i]
-		var ids []string
-		for _, k := range opts.Only {
-			if k.Backend == src.Backend.Name() {
-				ids = append(ids, k.ID)
-			}
-		}
-		if len(opts.Only) > 0 && len(ids) == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			l, _ := backend.As[backend.Lister](src.Backend)
-			light := opts.Light && len(ids) == 0 && !needsActivity(src.Settings)
-			rts, err := l.List(ctx, backend.ListOptions{IDs: ids, Light: light})
-			results[i] = listed{rts, light, err}
-		}()
-	}
-	wg.Wait()
+	results := e.list(ctx, opts)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	failedBackends := map[string]bool{}
 	total := 0
 	for _, r := range results {
 		total += len(r.runtimes)
@@ -176,23 +183,22 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	// One allocation for every Seen instead of one each.
 	slab := make([]Seen, 0, total)
 	w.Runtimes = make([]*Seen, 0, total)
+	empty := map[string]string{} // source → why it listed nothing
 	for i, r := range results {
 		src := &e.opts.Sources[i]
-		if r.err != nil {
-			failedBackends[src.Backend.Name()] = true
-			w.Problems = append(w.Problems, plan.Skipped{Runtime: src.Name, Backend: src.Backend.Name(),
-				Reason: "listing failed: " + r.err.Error()})
+		if r.skipped {
+			continue
+		}
+		ok := e.listingProblems(w, src, r, empty)
+		w.Sources = append(w.Sources, Listed{Source: src, OK: ok, Runtimes: len(r.runtimes), Took: r.took})
+		if !ok {
 			continue
 		}
 		for j := range r.runtimes {
 			rt := &r.runtimes[j]
-			rt.Source = src.Name
-			if prev, ok := byKey[rt.Key]; ok {
-				// Two sources claim one runtime: touch neither.
-				w.Problems = append(w.Problems, plan.Skipped{Runtime: rt.ID, Backend: rt.Backend,
-					Reason: fmt.Sprintf("found by both %s and %s; fix the configuration", prev.Source.Name, src.Name)})
-				prev.Runtime.Pinned = "found by two sources"
-				continue
+			rt.Key.Source = src.Name
+			if _, dup := byKey[rt.Key]; dup {
+				continue // a backend listing one runtime twice: the first counts
 			}
 			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy})
 			s := &slab[len(slab)-1]
@@ -200,9 +206,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 			w.Runtimes = append(w.Runtimes, s)
 		}
 	}
-	slices.SortFunc(w.Runtimes, func(a, b *Seen) int {
-		return cmp.Or(cmp.Compare(a.Runtime.Backend, b.Runtime.Backend), cmp.Compare(a.Runtime.ID, b.Runtime.ID))
-	})
+	slices.SortFunc(w.Runtimes, func(a, b *Seen) int { return a.Runtime.Key.Compare(b.Runtime.Key) })
 
 	if !opts.DeferBusy {
 		if err := e.busy(ctx, w.Runtimes); err != nil {
@@ -210,7 +214,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 			return nil, fmt.Errorf("observe: scan for busy runtimes: %w", err)
 		}
 	}
-	if err := e.attachLedger(ctx, w, byKey, opts, failedBackends); err != nil {
+	if err := e.attachLedger(ctx, w, byKey, opts, empty); err != nil {
 		return nil, err
 	}
 	// A notice in force or a runtime's own retention needs activity even
@@ -227,6 +231,89 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 
 	e.measureFilesystems(w)
 	return w, nil
+}
+
+// list lists every source (those of opts.Only when set), bounded in
+// parallel, each within its ListTimeout.
+func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
+	results := make([]listing, len(e.opts.Sources))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, e.opts.Concurrency)
+	for i := range e.opts.Sources {
+		src := &e.opts.Sources[i]
+		var ids []string
+		for _, k := range opts.Only {
+			if k.Source == src.Name {
+				ids = append(ids, k.ID)
+			}
+		}
+		if len(opts.Only) > 0 && len(ids) == 0 {
+			results[i].skipped = true
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			lctx, cancel := ctx, context.CancelFunc(func() {})
+			if src.ListTimeout > 0 {
+				lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
+			}
+			defer cancel()
+			l, _ := backend.As[backend.Lister](src.Backend)
+			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
+			start := time.Now()
+			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
+			if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+				err = &listTimeout{d: src.ListTimeout, err: err}
+			}
+			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// listTimeout is a listing cut short by its source's list_timeout.
+type listTimeout struct {
+	d   time.Duration
+	err error
+}
+
+func (t *listTimeout) Error() string {
+	return fmt.Sprintf("no complete answer within list_timeout %s (%v)", t.d, t.err)
+}
+
+func (t *listTimeout) Unwrap() error { return t.err }
+
+// listingProblems turns a listing's error into the pass's problems and
+// tells whether its runtimes may be used. A backend's Warnings are
+// reported and the runtimes used; an EmptyListing is kept, to be reported
+// only if the ledger knows runtimes of the source (attachLedger).
+func (e *Engine) listingProblems(w *World, src *Source, r listing, empty map[string]string) bool {
+	if r.err == nil {
+		return true
+	}
+	problem := func(code plan.ProblemCode, msg string) {
+		w.Problems = append(w.Problems, plan.Problem{Code: code, Source: src.Name, Label: src.Label, Message: msg})
+	}
+	var warnings backend.Warnings
+	var nothing backend.EmptyListing
+	var timeout *listTimeout
+	switch {
+	case errors.As(r.err, &warnings):
+		for _, msg := range warnings {
+			problem(plan.SourceWarning, msg)
+		}
+		return true
+	case errors.As(r.err, &nothing) && len(r.runtimes) == 0:
+		empty[src.Name] = string(nothing)
+		return true
+	case errors.As(r.err, &timeout):
+		problem(plan.SourceTimeout, timeout.Error())
+	default:
+		problem(plan.SourceUnreadable, r.err.Error())
+	}
+	return false
 }
 
 func (e *Engine) busy(ctx context.Context, seen []*Seen) error {
@@ -257,62 +344,91 @@ func (e *Engine) busy(ctx context.Context, seen []*Seen) error {
 	return nil
 }
 
-// attachLedger reads the ledger's records, activity and holds, and records
-// what changed.
-func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.Key]*Seen, opts ObserveOptions, failedBackends map[string]bool) error {
+// ledgerView is what a pass reads of the ledger: the state of every
+// runtime, and in full only the records that carry a decision (pin, lease,
+// retention, schedule, archive, owners): most runtimes have none, and
+// reading 100,000 full records was a quarter of a pass.
+type ledgerView struct {
+	activity map[ledger.Key]time.Time
+	held     map[ledger.Key]string
+	states   map[ledger.Key]string
+	records  map[ledger.Key]ledger.RuntimeRecord
+}
+
+func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, error) {
 	st := e.opts.Ledger
-	if len(opts.Only) > 0 {
-		return e.attachLedgerNarrow(ctx, w)
+	v := &ledgerView{held: map[ledger.Key]string{}, records: map[ledger.Key]ledger.RuntimeRecord{}}
+	var err error
+	if v.activity, err = st.ActivityTimes(ctx); err != nil {
+		return nil, fmt.Errorf("observe: read activity: %w", err)
 	}
-	activity, err := st.ActivityTimes(ctx)
+	holds, err := st.ListHolds(ctx, ledger.HoldFilter{Now: now})
 	if err != nil {
-		return fmt.Errorf("observe: read activity: %w", err)
+		return nil, fmt.Errorf("observe: read holds: %w", err)
 	}
-	holds, err := st.ListHolds(ctx, ledger.HoldFilter{Now: w.Now})
-	if err != nil {
-		return fmt.Errorf("observe: read holds: %w", err)
-	}
-	held := map[backend.Key]string{}
 	for _, h := range holds {
-		held[fromLedgerKey(h.Key)] = h.Holder
+		v.held[h.Key] = h.Holder
 	}
-	// Every runtime's state, and in full only the records that carry a
-	// decision (pin, lease, retention, schedule, archive): most runtimes
-	// have none, and reading 100,000 full records was a quarter of a pass.
-	states, err := st.RuntimeStates(ctx)
-	if err != nil {
-		return fmt.Errorf("observe: read runtimes: %w", err)
+	if v.states, err = st.RuntimeStates(ctx); err != nil {
+		return nil, fmt.Errorf("observe: read runtimes: %w", err)
 	}
-	records := map[backend.Key]ledger.RuntimeRecord{}
 	var after ledger.Key
 	for {
 		page, err := st.ListRuntimes(ctx, ledger.RuntimeFilter{After: after, Limit: 10000, Decided: true})
 		if err != nil {
-			return fmt.Errorf("observe: read runtimes: %w", err)
+			return nil, fmt.Errorf("observe: read runtimes: %w", err)
 		}
 		for _, r := range page {
-			records[fromLedgerKey(r.Key)] = r
+			v.records[r.Key] = r
 		}
 		if len(page) < 10000 {
 			break
 		}
 		after = page[len(page)-1].Key
 	}
-	recordOf := func(k backend.Key) (ledger.RuntimeRecord, bool, bool) {
-		if r, ok := records[k]; ok {
-			return r, true, true
+	return v, nil
+}
+
+// recordOf returns the record of k: whole when it carries a decision, else
+// its key and state (SizeBytes -1: unknown); whether the ledger has it;
+// and whether the record is whole.
+func (v *ledgerView) recordOf(k backend.Key) (ledger.RuntimeRecord, bool, bool) {
+	if r, ok := v.records[k]; ok {
+		return r, true, true
+	}
+	state, ok := v.states[k]
+	return ledger.RuntimeRecord{Key: k, State: state, SizeBytes: -1}, ok, false
+}
+
+// attachLedger reads the ledger's records, activity and holds, and records
+// what changed.
+func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.Key]*Seen, opts ObserveOptions, empty map[string]string) error {
+	if len(opts.Only) > 0 {
+		return e.attachLedgerNarrow(ctx, w)
+	}
+	v, err := e.readLedger(ctx, w.Now)
+	if err != nil {
+		return err
+	}
+	if opts.Record {
+		adopted, err := e.adoptLegacy(ctx, w, v)
+		if err != nil {
+			return err
 		}
-		state, ok := states[toLedgerKey(k)]
-		return ledger.RuntimeRecord{Key: toLedgerKey(k), State: state, SizeBytes: -1}, ok, false
+		if adopted {
+			if v, err = e.readLedger(ctx, w.Now); err != nil {
+				return err
+			}
+		}
 	}
 
 	var obs []ledger.Observation
 	for _, s := range w.Runtimes {
 		k := s.Runtime.Key
-		s.Activity = activity[toLedgerKey(k)]
-		s.HeldBy = held[k]
+		s.Activity = v.activity[k]
+		s.HeldBy = v.held[k]
 		var whole bool
-		s.Record, s.HasRecord, whole = recordOf(k)
+		s.Record, s.HasRecord, whole = v.recordOf(k)
 		switch {
 		case !s.HasRecord:
 			obs = append(obs, observation(*s.Runtime, w.Now))
@@ -320,25 +436,53 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 			obs = append(obs, observation(*s.Runtime, w.Now))
 		}
 	}
-	backendsListed := map[string]bool{}
-	for _, src := range e.opts.Sources {
-		backendsListed[src.Backend.Name()] = !failedBackends[src.Backend.Name()]
+	// Sources listed: what the ledger knew of them and they no longer list
+	// is missing. A source that lists nothing at all while the ledger knew
+	// runtimes of it as present may have gone blind (a selector that
+	// matches nothing, a root unmounted): that pass says so, loudly.
+	listed := map[string]bool{}
+	configured := map[string]bool{}
+	for _, l := range w.Sources {
+		listed[l.Source.Name] = l.OK
 	}
-	for lk := range states {
-		k := fromLedgerKey(lk)
+	backends := map[string]bool{}
+	for _, src := range e.opts.Sources {
+		configured[src.Name] = true
+		backends[src.Backend.Name()] = true
+	}
+	vanished := map[string][]ledger.RuntimeRecord{} // source that listed nothing → its records marked missing
+	for k := range v.states {
 		if _, ok := byKey[k]; ok {
 			continue
 		}
-		r, _, _ := recordOf(k)
-		state := backend.State(r.State)
-		if state.Present() && len(opts.Only) == 0 && backendsListed[k.Backend] {
+		// Records of sources this run does not have (another
+		// configuration's, an ad-hoc --repo run's) are not its business;
+		// legacy records of its backends are shown until adopted.
+		if !configured[k.Source] && !(k.Source == "" && backends[k.Backend]) {
+			continue
+		}
+		r, _, _ := v.recordOf(k)
+		if backend.State(r.State).Present() && listed[k.Source] {
 			// It was there and is not any more, and nobody told us.
 			obs = append(obs, ledger.Observation{Key: r.Key, State: string(backend.StateMissing), At: w.Now})
 			r.State = string(backend.StateMissing)
+			if sourceListedNothing(w, k.Source) {
+				vanished[k.Source] = append(vanished[k.Source], r)
+			}
 		}
-		if len(opts.Only) == 0 {
-			w.Gone = append(w.Gone, r)
+		w.Gone = append(w.Gone, r)
+	}
+	for _, name := range slices.Sorted(maps.Keys(vanished)) {
+		recs := vanished[name]
+		src, _ := e.Source(name)
+		why := empty[name]
+		if why == "" {
+			why = "listed no runtime"
 		}
+		slices.SortFunc(recs, func(a, b ledger.RuntimeRecord) int { return a.Key.Compare(b.Key) })
+		w.Problems = append(w.Problems, plan.Problem{Code: plan.SourceEmpty, Source: name, Label: src.Label,
+			Message: fmt.Sprintf("%s, while the ledger knew %d of its runtimes as present (%s): they are marked missing",
+				why, len(recs), sampleKeys(recs))})
 	}
 	slices.SortFunc(w.Gone, func(a, b ledger.RuntimeRecord) int { return a.Key.Compare(b.Key) })
 	// A source that sweeps orphans needs when each runtime was first seen,
@@ -346,8 +490,8 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 	// are few; registered runtimes were read whole already).
 	for _, s := range w.Runtimes {
 		if s.HasRecord && (s.Source.Settings.RegisteredOnly || s.Runtime.Orphan != "") {
-			if _, whole := records[s.Runtime.Key]; !whole {
-				r, err := st.Runtime(ctx, toLedgerKey(s.Runtime.Key))
+			if _, whole := v.records[s.Runtime.Key]; !whole {
+				r, err := e.opts.Ledger.Runtime(ctx, s.Runtime.Key)
 				if err != nil {
 					return fmt.Errorf("observe: read runtime %s: %w", s.Runtime.Key, err)
 				}
@@ -357,7 +501,7 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		}
 	}
 	if opts.Record && len(obs) > 0 {
-		if err := st.Observe(ctx, obs); err != nil {
+		if err := e.opts.Ledger.Observe(ctx, obs); err != nil {
 			return fmt.Errorf("observe: record runtimes: %w", err)
 		}
 		// Keep the in-memory records in step with what was written.
@@ -370,14 +514,101 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 	return nil
 }
 
+func sourceListedNothing(w *World, name string) bool {
+	for _, l := range w.Sources {
+		if l.Source.Name == name {
+			return l.OK && l.Runtimes == 0
+		}
+	}
+	return false
+}
+
+// sampleKeys names up to three records, for a message.
+func sampleKeys(recs []ledger.RuntimeRecord) string {
+	var names []string
+	for i, r := range recs {
+		if i == 3 {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, r.Key.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// adoptLegacy gives each legacy record (a key without a source, from a
+// ledger of schema 1) to the one source that lists its runtime; one listed
+// by two sources is given to neither, and reported. It tells whether any
+// record moved.
+func (e *Engine) adoptLegacy(ctx context.Context, w *World, v *ledgerView) (bool, error) {
+	adopter, ok := e.opts.Ledger.(ledger.Adopter)
+	if !ok {
+		return false, nil
+	}
+	claims := map[backend.Key][]backend.Key{} // legacy key → claimants
+	for _, s := range w.Runtimes {
+		k := s.Runtime.Key
+		legacy := backend.Key{Backend: k.Backend, ID: k.ID}
+		if _, has := v.states[legacy]; !has {
+			continue
+		}
+		if _, own := v.states[k]; own {
+			continue
+		}
+		claims[legacy] = append(claims[legacy], k)
+	}
+	if len(claims) == 0 {
+		return false, nil
+	}
+	var keys []backend.Key
+	for _, legacy := range slices.SortedFunc(maps.Keys(claims), backend.Key.Compare) {
+		ks := claims[legacy]
+		if len(ks) == 1 {
+			keys = append(keys, ks[0])
+			continue
+		}
+		var labels []string
+		for _, k := range ks {
+			if src, ok := e.Source(k.Source); ok {
+				labels = append(labels, src.Label)
+			}
+		}
+		msg := fmt.Sprintf("its ledger record (from before runtimes were keyed by source) is claimed by %s; "+
+			"its pin, lease and holds apply to neither until set again on the one meant", strings.Join(labels, " and "))
+		// A pin or lease that cannot be placed protects every claimant
+		// rather than none: nothing is removed on a guess.
+		if rec, err := e.opts.Ledger.Runtime(ctx, legacy); err == nil && (rec.Pinned || rec.LeaseUntil.After(w.Now)) {
+			msg = fmt.Sprintf("its ledger record (from before runtimes were keyed by source) is pinned or leased and claimed by %s; "+
+				"both stay protected until it is pinned or leased again on the one meant (reclaimer pin SOURCE/ID)", strings.Join(labels, " and "))
+			for _, s := range w.Runtimes {
+				if slices.Contains(ks, s.Runtime.Key) && s.Runtime.Pinned == "" {
+					s.Runtime.Pinned = "an older ledger's pin or lease, claimed by two sources"
+				}
+			}
+		}
+		w.Problems = append(w.Problems, plan.Problem{Code: plan.LegacyAmbiguous, Backend: legacy.Backend, Runtime: legacy.ID, Message: msg})
+	}
+	if len(keys) == 0 {
+		return false, nil
+	}
+	n, err := adopter.AdoptLegacy(ctx, keys)
+	if err != nil {
+		return false, fmt.Errorf("observe: %w", err)
+	}
+	if n > 0 {
+		e.log.Info("gave ledger records of an older version to their sources", "records", n)
+	}
+	return n > 0, nil
+}
+
 func changed(s *Seen) bool {
 	r, rt := s.Record, *s.Runtime
-	return r.State != string(rt.State) || r.Home != rt.Home || !slices.Equal(r.Workspaces, rt.Workspaces) ||
+	return r.State != string(rt.State) || r.Path != rt.Path || r.Home != rt.Home || !slices.Equal(r.Workspaces, rt.Workspaces) ||
 		!maps.Equal(r.Labels, rt.Labels)
 }
 
 func observation(rt backend.Runtime, now time.Time) ledger.Observation {
-	return ledger.Observation{Key: toLedgerKey(rt.Key), State: string(rt.State), Home: rt.Home,
+	return ledger.Observation{Key: rt.Key, State: string(rt.State), Path: rt.Path, Home: rt.Home,
 		Workspaces: rt.Workspaces, Labels: rt.Labels, SizeBytes: -1, At: now}
 }
 
@@ -393,6 +624,7 @@ func (e *Engine) measureFilesystems(w *World) {
 		u   diskusage.Usage
 		err error
 	}
+	w.Usage = map[string]diskusage.Usage{}
 	usageOf := map[string]measured{} // once per managed root
 	// fsOf measures the filesystem of path (once) and returns its budget id.
 	fsOf := func(path string, set policy.Settings) (string, bool) {
@@ -401,7 +633,7 @@ func (e *Engine) measureFilesystems(w *World) {
 			m.u, m.err = e.opts.Usage(path)
 			usageOf[path] = m
 			if m.err != nil {
-				w.Problems = append(w.Problems, plan.Skipped{Runtime: path, Reason: "measure disk usage: " + m.err.Error()})
+				w.Problems = append(w.Problems, plan.Problem{Code: plan.Unmeasured, Path: path, Message: "measure disk usage: " + m.err.Error()})
 			}
 		}
 		if m.err != nil {
@@ -415,6 +647,7 @@ func (e *Engine) measureFilesystems(w *World) {
 			ids[k] = id
 			w.Filesystems = append(w.Filesystems, policy.Filesystem{ID: id, Path: path,
 				UsedBytes: u.UsedBytes, AvailBytes: u.AvailBytes, Fraction: u.Fraction, High: set.DiskHigh, Low: set.DiskLow})
+			w.Usage[id] = u
 		}
 		return id, true
 	}
@@ -423,7 +656,10 @@ func (e *Engine) measureFilesystems(w *World) {
 		// A runtime's files are on its root's filesystem; one with no
 		// managed folder (a container with no host mounts) lives on its
 		// storage's (Docker's data root), which is measured in any case.
-		path := cmp.Or(rt.Root, rt.Storage)
+		path := rt.Root
+		if path == "" {
+			path = rt.Storage
+		}
 		if path == "" {
 			continue
 		}
@@ -439,37 +675,38 @@ func (e *Engine) measureFilesystems(w *World) {
 // attachLedgerNarrow reads the ledger for the few runtimes of a narrowed
 // observation (apply re-observing one runtime) without reading it whole.
 func (e *Engine) attachLedgerNarrow(ctx context.Context, w *World) error {
-	st := e.opts.Ledger
 	for _, s := range w.Runtimes {
-		k := toLedgerKey(s.Runtime.Key)
-		r, err := st.Runtime(ctx, k)
-		switch {
-		case err == nil:
-			s.Record, s.HasRecord = r, true
-		case !errors.Is(err, ledger.ErrNotFound):
-			return fmt.Errorf("observe %s: %w", k, err)
-		}
-		at, err := st.LastActivity(ctx, k)
-		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			return fmt.Errorf("observe %s: %w", k, err)
-		}
-		s.Activity = at
-		holds, err := st.ListHolds(ctx, ledger.HoldFilter{Key: k, Now: w.Now})
-		if err != nil {
-			return fmt.Errorf("observe %s: %w", k, err)
-		}
-		if len(holds) > 0 {
-			s.HeldBy = holds[0].Holder
+		if err := e.attachRecord(ctx, s, w.Now); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// needsActivity tells whether a source's policies read activity, or (the
-// lifetime cap) when a runtime started, which a container's listing does
-// not tell.
-func needsActivity(s policy.Settings) bool {
-	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0 || s.MaxLifetime > 0
+// attachRecord reads one runtime's record, activity and holds.
+func (e *Engine) attachRecord(ctx context.Context, s *Seen, now time.Time) error {
+	st := e.opts.Ledger
+	k := s.Runtime.Key
+	r, err := st.Runtime(ctx, k)
+	switch {
+	case err == nil:
+		s.Record, s.HasRecord = r, true
+	case !errors.Is(err, ledger.ErrNotFound):
+		return fmt.Errorf("observe %s: %w", k, err)
+	}
+	at, err := st.LastActivity(ctx, k)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("observe %s: %w", k, err)
+	}
+	s.Activity = at
+	holds, err := st.ListHolds(ctx, ledger.HoldFilter{Key: k, Now: now})
+	if err != nil {
+		return fmt.Errorf("observe %s: %w", k, err)
+	}
+	if len(holds) > 0 {
+		s.HeldBy = holds[0].Holder
+	}
+	return nil
 }
 
 // ObserveFully replaces lightly observed runtimes of seen with full
@@ -489,19 +726,20 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 		}
 		l, _ := backend.As[backend.Lister](src.Backend)
 		rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
-		if err != nil {
-			return fmt.Errorf("observe %s: %w", src.Name, err)
+		var warnings backend.Warnings
+		if err != nil && !errors.As(err, &warnings) {
+			return fmt.Errorf("observe %s: %w", src.Label, err)
 		}
 		got := map[string]backend.Runtime{}
 		for _, rt := range rts {
-			rt.Source = src.Name
+			rt.Key.Source = src.Name
 			got[rt.ID] = rt
 		}
 		for _, s := range list {
 			if rt, ok := got[s.Runtime.ID]; ok {
 				rt.Busy = s.Runtime.Busy
 				if rt.Pinned == "" {
-					rt.Pinned = s.Runtime.Pinned // e.g. found by two sources
+					rt.Pinned = s.Runtime.Pinned
 				}
 				s.Runtime, s.Light = &rt, false
 			}

@@ -77,7 +77,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		return nil, nil, err
 	}
 	p := &plan.Plan{ID: plan.NewID(w.Now), CreatedAt: w.Now, Note: plan.Disclaimer,
-		Usage: []plan.Usage{}, Actions: []plan.Action{}, Skipped: []plan.Skipped{}}
+		Usage: []plan.Usage{}, Actions: []plan.Action{}, Skipped: []plan.Skipped{}, Problems: []plan.Problem{}}
 	for _, fs := range w.Filesystems {
 		p.Usage = append(p.Usage, plan.Usage{Path: fs.Path, Fraction: fs.Fraction, High: fs.High, Low: fs.Low})
 	}
@@ -92,26 +92,30 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	for _, a := range out.Actions {
 		s := w.Find(a.Key)
-		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Step: a.Step, Paths: a.Paths,
-			Bytes: a.Bytes, Reason: a.Reason, Filesystem: a.Filesystem,
+		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Step: a.Step, Paths: a.Paths,
+			Bytes: a.Bytes, Code: a.Code, Reason: a.Reason, Filesystem: a.Filesystem,
 			Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}
 		if act.Paths == nil {
 			act.Paths = []string{}
 		}
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
-			act.Bytes = e.size(ctx, *s.Runtime)
+			act.Bytes = max(e.Size(ctx, *s.Runtime), 0)
 		}
 		p.Actions = append(p.Actions, act)
 	}
-	p.Skipped = append(p.Skipped, w.Problems...)
+	p.Problems = append(p.Problems, w.Problems...)
 	for _, s := range out.Skipped {
-		p.Skipped = append(p.Skipped, plan.Skipped{Runtime: s.Key.ID, Backend: s.Key.Backend, Step: s.Step, Reason: s.Reason})
+		p.Skipped = append(p.Skipped, plan.Skipped{Runtime: s.Key.ID, Backend: s.Key.Backend, Source: s.Key.Source, Step: s.Step,
+			Code: s.Code, Reason: s.Reason})
+	}
+	notice := func(n policy.Notice) plan.Notice {
+		return plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step, Due: n.Due, Code: n.Code, Reason: n.Reason}
 	}
 	for _, n := range out.Schedule {
-		p.Scheduled = append(p.Scheduled, plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Step: n.Step, Due: n.Due, Reason: n.Reason})
+		p.Scheduled = append(p.Scheduled, notice(n))
 	}
 	for _, n := range out.Cancel {
-		p.Canceled = append(p.Canceled, plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Step: n.Step, Due: n.Due, Reason: n.Reason})
+		p.Canceled = append(p.Canceled, notice(n))
 	}
 	p.Messages = out.Messages
 	return p, w, nil
@@ -206,7 +210,8 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 				}
 				if len(problems) > 0 {
 					mu.Lock()
-					w.Problems = append(w.Problems, plan.Skipped{Runtime: s.Runtime.ID, Backend: s.Runtime.Backend, Reason: strings.Join(problems, "; ")})
+					w.Problems = append(w.Problems, plan.Problem{Code: plan.SelectionFailed, Source: s.Source.Name, Label: s.Source.Label,
+						Backend: s.Runtime.Backend, Runtime: s.Runtime.ID, Message: strings.Join(problems, "; ")})
 					mu.Unlock()
 				}
 			}
@@ -224,15 +229,18 @@ func idleAndFree(s *Seen, w *World) bool {
 		s.Runtime.Pinned == "" && !r.Pinned && !r.LeaseUntil.After(w.Now) && s.HeldBy == ""
 }
 
-// size measures a runtime's folder, or, for a runtime without one (a
+// Size measures a runtime's folder, or, for a runtime without one (a
 // container), its home and workspaces inside its root, plus what it keeps
-// in its storage (a writable layer); 0 when it cannot.
-func (e *Engine) size(ctx context.Context, rt backend.Runtime) int64 {
+// in its storage (a writable layer), as reclaimer deletes: allocated
+// blocks, hard links once, no link followed, no mount point entered. It
+// is -1 when there is nothing to measure (a remote sandbox).
+func (e *Engine) Size(ctx context.Context, rt backend.Runtime) int64 {
 	dirs := []string{rt.Path}
 	if rt.Path == "" {
 		dirs = append([]string{rt.Home}, rt.Workspaces...)
 	}
 	total := max(rt.StorageBytes, 0)
+	measured := rt.StorageBytes > 0
 	seen := map[string]bool{}
 	for _, d := range dirs {
 		rel, err := filepath.Rel(rt.Root, d)
@@ -245,6 +253,10 @@ func (e *Engine) size(ctx context.Context, rt backend.Runtime) int64 {
 			e.log.Warn("measure runtime", "runtime", rt.Key.String(), "err", err)
 		}
 		total += res.AllocBytes
+		measured = true
+	}
+	if !measured {
+		return -1
 	}
 	return total
 }

@@ -40,10 +40,13 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	}
 
 	for _, j := range entries {
-		k := fromLedgerKey(j.Intent.Key)
+		k := j.Intent.Key
+		if s := findRecovered(w, k); s != nil {
+			k = s.Runtime.Key // an entry from before keys carried their source names its runtime so
+		}
 		step := backend.Step(j.Intent.Step)
 		out := ledger.Outcome{At: e.opts.Now().UTC()}
-		rec, err := st.Runtime(ctx, j.Intent.Key)
+		rec, err := st.Runtime(ctx, k)
 		marked := err == nil && (rec.State == string(backend.StateArchived) || rec.State == string(backend.StateDeleted))
 		switch {
 		case err != nil && !errors.Is(err, ledger.ErrNotFound):
@@ -51,7 +54,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		case step.Destructive() && marked:
 			// The archive was verified and the state flipped: finish the
 			// removal if the runtime is still there.
-			if s := w.Find(k); s != nil && s.Runtime.State.Present() {
+			if s := findRecovered(w, k); s != nil && s.Runtime.State.Present() {
 				if d, ok := backend.As[backend.Deleter](s.Source.Backend); ok {
 					// The step matters: a provider's archive keeps what a
 					// delete would lose.
@@ -77,4 +80,23 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		}
 	}
 	return len(entries), nil
+}
+
+// findRecovered finds the runtime of an unfinished journal entry. An entry
+// written before keys carried their source names none: it is the runtime
+// of that backend and ID when exactly one source lists one.
+func findRecovered(w *World, k backend.Key) *Seen {
+	if k.Source != "" {
+		return w.Find(k)
+	}
+	var found *Seen
+	for _, s := range w.Runtimes {
+		if s.Runtime.Backend == k.Backend && s.Runtime.ID == k.ID {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
 }

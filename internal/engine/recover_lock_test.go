@@ -22,7 +22,7 @@ func TestRecoverLeavesAnotherApplyAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.AppendIntent(ctx, ledger.Intent{Key: ledger.Key{Backend: "dir", ID: "r1"}, Step: "caches", At: time.Now()}); err != nil {
+	if _, err := st.AppendIntent(ctx, ledger.Intent{Key: ledger.Key{Source: "dirs[0]", Backend: "dir", ID: "r1"}, Step: "caches", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	applying, err := New(Options{Ledger: st, StateDir: dir})

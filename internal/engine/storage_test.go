@@ -34,8 +34,8 @@ func TestStorageIsAManagedFilesystem(t *testing.T) {
 	}
 	defer store.Close()
 	rts := []backend.Runtime{
-		{Key: backend.Key{Backend: "fixed", ID: "mounts"}, State: backend.StateStopped, Root: "/srv/roots", Storage: "/var/lib/docker"},
-		{Key: backend.Key{Backend: "fixed", ID: "bare"}, State: backend.StateStopped, Storage: "/var/lib/docker"},
+		{Key: backend.Key{Source: "fixed[0]", Backend: "fixed", ID: "mounts"}, State: backend.StateStopped, Root: "/srv/roots", Storage: "/var/lib/docker"},
+		{Key: backend.Key{Source: "fixed[0]", Backend: "fixed", ID: "bare"}, State: backend.StateStopped, Storage: "/var/lib/docker"},
 	}
 	usage := func(path string) (diskusage.Usage, error) {
 		fsid := map[string]int32{"/srv/roots": 1, "/var/lib/docker": 2}[path]

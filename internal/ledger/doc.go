@@ -7,6 +7,24 @@
 // store must pass the conformance suite in ledger/ledgertest, which is the
 // executable form of this contract.
 //
+// # Keys
+//
+// Every record of a runtime is keyed by [Key] (backend.Key): source,
+// backend and ID. Two sources may have a runtime of the same backend and
+// ID; their records, pins, leases, holds, retention overrides, notices and
+// archives are distinct, and filters match the key whole (a filter's
+// Source narrows to one source). A store keeps its key encoding in one
+// place (sqlite/encode.go, postgres/key.go: the columns, the match, the
+// order, the arguments and the scan), so that the order of [Key.Compare] and the
+// cursors built on it are the same in every store.
+//
+// Records written before keys carried their source (schema 1) have an
+// empty Source. A store that can migrate them implements [Adopter]: the
+// engine gives each such record to the one source that lists its runtime
+// (AdoptLegacy), and reports one two sources claim. The SQLite store's
+// migrations are numbered files (sqlite/migrations), each run once and
+// tested from a file of the schema before it.
+//
 // Two more contracts come with sharing a ledger. A [Locker] keeps one
 // runtime still against every process using the ledger (ledger/filelock on
 // one host, an advisory lock in PostgreSQL); ledgertest.RunLocker is its

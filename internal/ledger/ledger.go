@@ -1,19 +1,21 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
 )
 
-// Sentinel error categories; see the package documentation.
+// Sentinel error categories; see the package documentation. They are the
+// backend package's own: one ErrNotFound and one ErrConflict everywhere.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
+	ErrNotFound = backend.ErrNotFound
+	ErrConflict = backend.ErrConflict
 	// ErrTimeRange is wrapped by a write whose time lies outside MinTime
 	// and MaxTime: bad input, not a failure of the store.
 	ErrTimeRange = errors.New("outside the times a ledger keeps")
@@ -51,35 +53,11 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// Key identifies a runtime: the backend it lives on ("worktree", "dir",
-// "docker", "e2b", ...) and its ID within that backend.
-type Key struct {
-	Backend string
-	ID      string
-}
-
-func (k Key) String() string { return k.Backend + "/" + k.ID }
-
-// IsZero reports whether k is the zero Key. Filters use the zero Key to mean
-// "every runtime".
-func (k Key) IsZero() bool { return k == Key{} }
-
-// Compare orders keys by backend, then ID: the order in which stores list
-// runtimes and the order pagination cursors follow.
-func (k Key) Compare(other Key) int {
-	if c := cmp.Compare(k.Backend, other.Backend); c != 0 {
-		return c
-	}
-	return cmp.Compare(k.ID, other.ID)
-}
-
-// Validate rejects a key with an empty backend or ID.
-func (k Key) Validate() error {
-	if k.Backend == "" || k.ID == "" {
-		return fmt.Errorf("invalid key %q: backend and id must not be empty", k.String())
-	}
-	return nil
-}
+// Key identifies a runtime: its source, backend and ID. It is backend.Key
+// itself (one key type), named here for the stores' convenience. Every
+// store keeps its encoding of a key in one place (its key columns) and
+// orders records by Key.Compare.
+type Key = backend.Key
 
 // RuntimeRecord is what the ledger knows about one runtime.
 type RuntimeRecord struct {
@@ -89,7 +67,10 @@ type RuntimeRecord struct {
 
 	// State is the last observed or marked state: running, stopped, idle,
 	// scheduled, archived, missing, ...
-	State      string
+	State string
+	// Path is the runtime's own folder, when it has one: kept so that a
+	// runtime is found by its former path once archived.
+	Path       string
 	Home       string
 	Workspaces []string
 	Labels     map[string]string
@@ -143,6 +124,7 @@ type Observation struct {
 	Key Key
 	// State replaces the recorded state; empty keeps it.
 	State      string
+	Path       string
 	Home       string
 	Workspaces []string
 	Labels     map[string]string
@@ -157,7 +139,7 @@ type Observation struct {
 // without reading them back (one query each was most of a first pass).
 func (o Observation) FirstRecord() RuntimeRecord {
 	at := o.At.UTC()
-	return RuntimeRecord{Key: o.Key, State: o.State, Home: o.Home, Workspaces: o.Workspaces, Labels: o.Labels,
+	return RuntimeRecord{Key: o.Key, State: o.State, Path: o.Path, Home: o.Home, Workspaces: o.Workspaces, Labels: o.Labels,
 		SizeBytes: o.SizeBytes, FirstSeen: at, LastSeen: at}
 }
 
@@ -176,6 +158,7 @@ func (o Observation) Validate() error {
 // Key.Compare.
 type RuntimeFilter struct {
 	Backend string // empty: every backend
+	Source  string // empty: every source
 	State   string // empty: every state
 	// After is the pagination cursor: only keys strictly after it are
 	// returned. Pass the last key of the previous page; zero starts at the top.
@@ -495,4 +478,19 @@ type Store interface {
 
 	// Close releases the store. Calling it again returns nil.
 	Close() error
+}
+
+// Adopter is implemented by a store that may hold records written before
+// keys carried their source (an SQLite file of schema 1, migrated): their
+// Key.Source is empty. A fresh store of a later schema never has such
+// records and need not implement it.
+type Adopter interface {
+	// AdoptLegacy gives each legacy record {Backend, "", ID} to the key of
+	// keys with that backend and ID (Source set): the runtime's record,
+	// activity, holds, archives, notices and journal entries move to it in
+	// one transaction. A key whose record exists already keeps it and
+	// adopts nothing; a key without a legacy record is ignored. It returns
+	// how many records moved. The caller passes only keys it knows to be
+	// the one claimant of their legacy record.
+	AdoptLegacy(ctx context.Context, keys []Key) (int, error)
 }

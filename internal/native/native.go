@@ -1,6 +1,7 @@
 package native
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,7 +154,7 @@ func run(ctx context.Context, opts Options, write bool) (*Report, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", src.Name, err))
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", cmp.Or(src.Label, src.Name), err))
 			}
 			rep.Rows = append(rep.Rows, rows...)
 		})
@@ -204,7 +205,7 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 	opt := backend.ListOptions{Light: true}
 	if len(opts.Only) > 0 {
 		for _, k := range opts.Only {
-			if k.Backend == src.Backend.Name() {
+			if k.Source == src.Name {
 				opt.IDs = append(opt.IDs, k.ID)
 			}
 		}
@@ -217,6 +218,9 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 		return nil, fmt.Errorf("listing failed: %w", err)
 	}
 	rows := make([]Row, 0, len(rts))
+	for i := range rts {
+		rts[i].Key.Source = src.Name
+	}
 	for _, rt := range rts {
 		if rt.State.Present() {
 			rows = append(rows, Row{Backend: rt.Backend, Runtime: rt.ID, Source: src.Name, State: rt.State})
@@ -243,7 +247,7 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 
 // one reads, compares and (when write) syncs one runtime.
 func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt backend.Runtime, row *Row, f facts, now time.Time, write bool) {
-	k := ledger.Key{Backend: rt.Backend, ID: rt.ID}
+	k := rt.Key
 	var cur backend.Lifecycle
 	var err error
 	if rt.Native != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/native"
+	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/remote"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
@@ -130,7 +131,7 @@ func TestLeaseExtendsProviderTimersCappedByLifetime(t *testing.T) {
 	if _, err := w.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []ledger.Key{{Backend: "e2b", ID: "e"}, {Backend: "daytona", ID: "d"}} {
+	for _, k := range []ledger.Key{{Source: "e2b[0]", Backend: "e2b", ID: "e"}, {Source: "daytona[0]", Backend: "daytona", ID: "d"}} {
 		if _, err := w.store.Update(ctx, k, func(r *ledger.RuntimeRecord) error { r.LeaseUntil = t0.Add(24 * time.Hour); return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestKillTimerNeverShortenedAndPinnedLeftAlone(t *testing.T) {
 	if _, err := w.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.store.Update(ctx, ledger.Key{Backend: "daytona", ID: "p"}, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
+	if _, err := w.store.Update(ctx, ledger.Key{Source: "daytona[0]", Backend: "daytona", ID: "p"}, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := native.Sync(ctx, w.opts)
@@ -219,7 +220,7 @@ func TestSyncOverTheHTTPProtocol(t *testing.T) {
 	if _, err := eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Backend: "http", ID: "held"}, Holder: "agent", TTL: time.Hour, Now: t0}); err != nil {
+	if _, err := store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Source: "http[0]", Backend: "http", ID: "held"}, Holder: "agent", TTL: time.Hour, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	opts := native.Options{Sources: []engine.Source{src}, Ledger: store, Now: clock.Now}
@@ -283,8 +284,8 @@ func TestLoopGoesOnDuringAnOutage(t *testing.T) {
 	if len(p.Actions) != 1 || p.Actions[0].Runtime != "d" {
 		t.Fatalf("plan %+v", p.Actions)
 	}
-	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") || p.Skipped[0].Backend != "e2b" {
-		t.Fatalf("outage not reported: %+v", p.Skipped)
+	if len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable || p.Problems[0].Source != "e2b[0]" {
+		t.Fatalf("outage not reported: %+v", p.Problems)
 	}
 	res, err := w.eng.Apply(ctx, p, engine.ApplyOptions{World: world})
 	if err != nil || res.Failed() {

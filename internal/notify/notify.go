@@ -29,6 +29,7 @@ type Event struct {
 	Event      string    `json:"event"`
 	Runtime    string    `json:"runtime"`
 	Backend    string    `json:"backend"`
+	Source     string    `json:"source,omitempty"`
 	Step       string    `json:"step"`
 	Reason     string    `json:"reason,omitempty"`
 	Due        time.Time `json:"due,omitzero"`

@@ -18,29 +18,39 @@ import (
 	"time"
 
 	"github.com/oapi-codegen/runtime"
+	"github.com/reclaimer/reclaimer/internal/views"
 )
 
 // Defines values for ErrorErrorCode.
 const (
+	Ambiguous    ErrorErrorCode = "ambiguous"
 	Archived     ErrorErrorCode = "archived"
 	BadRequest   ErrorErrorCode = "bad_request"
 	Busy         ErrorErrorCode = "busy"
+	Canceled     ErrorErrorCode = "canceled"
 	Conflict     ErrorErrorCode = "conflict"
 	Internal     ErrorErrorCode = "internal"
 	NotFound     ErrorErrorCode = "not_found"
+	Protected    ErrorErrorCode = "protected"
 	ShuttingDown ErrorErrorCode = "shutting_down"
 	TooLarge     ErrorErrorCode = "too_large"
 	Unauthorized ErrorErrorCode = "unauthorized"
+	Unavailable  ErrorErrorCode = "unavailable"
+	Unsupported  ErrorErrorCode = "unsupported"
 )
 
 // Valid indicates whether the value is a known member of the ErrorErrorCode enum.
 func (e ErrorErrorCode) Valid() bool {
 	switch e {
+	case Ambiguous:
+		return true
 	case Archived:
 		return true
 	case BadRequest:
 		return true
 	case Busy:
+		return true
+	case Canceled:
 		return true
 	case Conflict:
 		return true
@@ -48,35 +58,17 @@ func (e ErrorErrorCode) Valid() bool {
 		return true
 	case NotFound:
 		return true
+	case Protected:
+		return true
 	case ShuttingDown:
 		return true
 	case TooLarge:
 		return true
 	case Unauthorized:
 		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ResultOutcome.
-const (
-	ResultOutcomeDone    ResultOutcome = "done"
-	ResultOutcomeFailed  ResultOutcome = "failed"
-	ResultOutcomePending ResultOutcome = "pending"
-	ResultOutcomeSkipped ResultOutcome = "skipped"
-)
-
-// Valid indicates whether the value is a known member of the ResultOutcome enum.
-func (e ResultOutcome) Valid() bool {
-	switch e {
-	case ResultOutcomeDone:
+	case Unavailable:
 		return true
-	case ResultOutcomeFailed:
-		return true
-	case ResultOutcomePending:
-		return true
-	case ResultOutcomeSkipped:
+	case Unsupported:
 		return true
 	default:
 		return false
@@ -85,25 +77,25 @@ func (e ResultOutcome) Valid() bool {
 
 // Defines values for Step.
 const (
-	Archive      Step = "archive"
-	Caches       Step = "caches"
-	Delete       Step = "delete"
-	Dependencies Step = "dependencies"
-	Suspend      Step = "suspend"
+	StepArchive      Step = "archive"
+	StepCaches       Step = "caches"
+	StepDelete       Step = "delete"
+	StepDependencies Step = "dependencies"
+	StepSuspend      Step = "suspend"
 )
 
 // Valid indicates whether the value is a known member of the Step enum.
 func (e Step) Valid() bool {
 	switch e {
-	case Archive:
+	case StepArchive:
 		return true
-	case Caches:
+	case StepCaches:
 		return true
-	case Delete:
+	case StepDelete:
 		return true
-	case Dependencies:
+	case StepDependencies:
 		return true
-	case Suspend:
+	case StepSuspend:
 		return true
 	default:
 		return false
@@ -111,16 +103,7 @@ func (e Step) Valid() bool {
 }
 
 // Action defines model for Action.
-type Action struct {
-	Backend    string   `json:"backend"`
-	Bytes      int64    `json:"bytes"`
-	Filesystem string   `json:"filesystem,omitempty,omitzero"`
-	Observed   Observed `json:"observed"`
-	Paths      []string `json:"paths"`
-	Reason     string   `json:"reason"`
-	Runtime    string   `json:"runtime"`
-	Step       Step     `json:"step"`
-}
+type Action = views.Action
 
 // Activity defines model for Activity.
 type Activity struct {
@@ -129,9 +112,7 @@ type Activity struct {
 }
 
 // ActivityAccepted defines model for ActivityAccepted.
-type ActivityAccepted struct {
-	Accepted int `json:"accepted"`
-}
+type ActivityAccepted = views.ActivityAccepted
 
 // ActivityBatch defines model for ActivityBatch.
 type ActivityBatch struct {
@@ -143,14 +124,33 @@ type ActivityReport struct {
 	At      time.Time `json:"at,omitempty,omitzero"`
 	Backend string    `json:"backend"`
 	Id      string    `json:"id"`
+	Source  string    `json:"source,omitempty,omitzero"`
 }
 
 // Applied defines model for Applied.
-type Applied struct {
-	FreedBytes int64    `json:"freed_bytes"`
-	Messages   []string `json:"messages,omitempty,omitzero"`
-	PlanId     string   `json:"plan_id"`
-	Results    []Result `json:"results"`
+type Applied = views.Applied
+
+// Archive defines model for Archive.
+type Archive = views.Archive
+
+// ArchiveList defines model for ArchiveList.
+type ArchiveList struct {
+	Archives []Archive `json:"archives"`
+}
+
+// ArchiveObject defines model for ArchiveObject.
+type ArchiveObject struct {
+	Bytes  int64  `json:"bytes"`
+	Name   string `json:"name"`
+	Sha256 string `json:"sha256"`
+}
+
+// Dependency defines model for Dependency.
+type Dependency struct {
+	Folder    string   `json:"folder,omitempty,omitzero"`
+	Kept      bool     `json:"kept"`
+	LockFiles []string `json:"lock_files,omitempty,omitzero"`
+	Path      string   `json:"path"`
 }
 
 // Error defines model for Error.
@@ -168,27 +168,13 @@ type Error struct {
 type ErrorErrorCode string
 
 // Filesystem defines model for Filesystem.
-type Filesystem struct {
-	AvailBytes int64   `json:"avail_bytes"`
-	Fraction   float64 `json:"fraction"`
-	High       float64 `json:"high"`
-	Low        float64 `json:"low"`
-	Path       string  `json:"path"`
-	UsedBytes  int64   `json:"used_bytes"`
-}
+type Filesystem = views.Filesystem
 
 // Health defines model for Health.
-type Health struct {
-	Ok      bool   `json:"ok"`
-	Version string `json:"version,omitempty,omitzero"`
-}
+type Health = views.Health
 
 // Hold defines model for Hold.
-type Hold struct {
-	ExpiresAt time.Time `json:"expires_at"`
-	HoldId    string    `json:"hold_id"`
-	Holder    string    `json:"holder"`
-}
+type Hold = views.Hold
 
 // HoldRenewal defines model for HoldRenewal.
 type HoldRenewal struct {
@@ -204,52 +190,88 @@ type HoldRequest struct {
 }
 
 // Journal defines model for Journal.
-type Journal struct {
-	Entries    []JournalEntry `json:"entries"`
-	NextBefore int64          `json:"next_before,omitempty,omitzero"`
-}
+type Journal = views.Journal
 
 // JournalEntry defines model for JournalEntry.
-type JournalEntry struct {
-	At      time.Time      `json:"at"`
-	Backend string         `json:"backend"`
-	Id      int64          `json:"id"`
-	Outcome JournalOutcome `json:"outcome,omitempty,omitzero"`
-	Paths   []string       `json:"paths,omitempty,omitzero"`
-	PlanId  string         `json:"plan_id,omitempty,omitzero"`
-	Reason  string         `json:"reason,omitempty,omitzero"`
-	Runtime string         `json:"runtime"`
-	Step    string         `json:"step"`
-}
+type JournalEntry = views.JournalEntry
 
 // JournalOutcome defines model for JournalOutcome.
-type JournalOutcome struct {
-	At         time.Time `json:"at"`
-	FreedBytes int64     `json:"freed_bytes"`
-	Reason     string    `json:"reason,omitempty,omitzero"`
-	Result     string    `json:"result"`
-}
+type JournalOutcome = views.JournalOutcome
 
 // Lease defines model for Lease.
-type Lease struct {
-	// Capped the lease was shortened to the lifetime cap
-	Capped     bool      `json:"capped"`
-	LeaseUntil time.Time `json:"lease_until"`
-}
+type Lease = views.Lease
 
 // LeaseRequest defines model for LeaseRequest.
 type LeaseRequest struct {
 	Until time.Time `json:"until"`
 }
 
-// Notice defines model for Notice.
-type Notice struct {
-	Backend string    `json:"backend"`
-	Due     time.Time `json:"due,omitempty,omitzero"`
-	Reason  string    `json:"reason"`
-	Runtime string    `json:"runtime"`
-	Step    Step      `json:"step"`
+// Lifecycle a provider's own timers; delays are Go duration strings ("15m0s"), "at once" for a delete upon suspension
+type Lifecycle struct {
+	Archive      string    `json:"archive,omitempty,omitzero"`
+	Can          []string  `json:"can,omitempty,omitzero"`
+	Deadline     time.Time `json:"deadline,omitempty,omitzero"`
+	DeadlineStep string    `json:"deadline_step,omitempty,omitzero"`
+	Delete       string    `json:"delete,omitempty,omitzero"`
+	IdlePause    string    `json:"idle_pause,omitempty,omitzero"`
+	IdleSuspend  string    `json:"idle_suspend,omitempty,omitzero"`
 }
+
+// MarkList defines model for MarkList.
+type MarkList struct {
+	Marked []Marked `json:"marked"`
+}
+
+// MarkRequest defines model for MarkRequest.
+type MarkRequest struct {
+	Lease LeaseRequest `json:"lease,omitempty,omitzero"`
+
+	// LeaseFor a lease as a duration from now: 2h, 3d
+	LeaseFor  string           `json:"lease_for,omitempty,omitzero"`
+	Pin       PinRequest       `json:"pin,omitempty,omitzero"`
+	Retention RetentionRequest `json:"retention,omitempty,omitzero"`
+
+	// Runtimes runtime names; every one or none
+	Runtimes []string `json:"runtimes"`
+	Touch    bool     `json:"touch,omitempty,omitzero"`
+	Unpin    bool     `json:"unpin,omitempty,omitzero"`
+}
+
+// Marked defines model for Marked.
+type Marked = views.Marked
+
+// NativeReport defines model for NativeReport.
+type NativeReport = views.NativeReport
+
+// NativeRow defines model for NativeRow.
+type NativeRow struct {
+	Backend string   `json:"backend"`
+	Error   string   `json:"error,omitempty,omitzero"`
+	Notes   []string `json:"notes,omitempty,omitzero"`
+
+	// Policy a provider's own timers; delays are Go duration strings ("15m0s"), "at once" for a delete upon suspension
+	Policy Lifecycle `json:"policy"`
+
+	// Provider a provider's own timers; delays are Go duration strings ("15m0s"), "at once" for a delete upon suspension
+	Provider Lifecycle       `json:"provider"`
+	Runtime  string          `json:"runtime"`
+	Settings []NativeSetting `json:"settings"`
+	Source   string          `json:"source"`
+	State    string          `json:"state"`
+	Touch    bool            `json:"touch,omitempty,omitzero"`
+}
+
+// NativeSetting defines model for NativeSetting.
+type NativeSetting struct {
+	Action   string `json:"action,omitempty,omitzero"`
+	Drift    string `json:"drift,omitempty,omitzero"`
+	Name     string `json:"name"`
+	Policy   string `json:"policy"`
+	Provider string `json:"provider"`
+}
+
+// Notice defines model for Notice.
+type Notice = views.Notice
 
 // Observed defines model for Observed.
 type Observed struct {
@@ -259,36 +281,25 @@ type Observed struct {
 }
 
 // Pass defines model for Pass.
-type Pass struct {
-	Applied Applied `json:"applied,omitempty,omitzero"`
-	Plan    Plan    `json:"plan"`
-}
+type Pass = views.Pass
 
 // PassRequest defines model for PassRequest.
 type PassRequest struct {
+	// Delete remove the named runtimes now (no notice)
+	Delete bool `json:"delete,omitempty,omitzero"`
 	DryRun bool `json:"dry_run,omitempty,omitzero"`
+	Plan   Plan `json:"plan,omitempty,omitzero"`
 
 	// PlanId apply exactly this plan from GET /v1/plan
 	PlanId string `json:"plan_id,omitempty,omitzero"`
 
-	// Runtimes runtime IDs, or backend/ID
+	// Runtimes runtime names: ID, backend/ID, source/ID, a path
 	Runtimes []string `json:"runtimes,omitempty,omitzero"`
 	Steps    []Step   `json:"steps,omitempty,omitzero"`
 }
 
 // PassSummary defines model for PassSummary.
-type PassSummary struct {
-	Actions    int       `json:"actions"`
-	Error      string    `json:"error,omitempty,omitzero"`
-	Failed     int       `json:"failed"`
-	FinishedAt time.Time `json:"finished_at"`
-	FreedBytes int64     `json:"freed_bytes"`
-	PlanId     string    `json:"plan_id"`
-	StartedAt  time.Time `json:"started_at"`
-
-	// Trigger timer, api, watch, start
-	Trigger string `json:"trigger"`
-}
+type PassSummary = views.PassSummary
 
 // PinRequest defines model for PinRequest.
 type PinRequest struct {
@@ -296,20 +307,61 @@ type PinRequest struct {
 }
 
 // Plan defines model for Plan.
-type Plan struct {
-	Actions   []Action  `json:"actions"`
-	Canceled  []Notice  `json:"canceled,omitempty,omitzero"`
-	CreatedAt time.Time `json:"created_at"`
-	Messages  []string  `json:"messages,omitempty,omitzero"`
-	Note      string    `json:"note"`
-	PlanId    string    `json:"plan_id"`
-	Scheduled []Notice  `json:"scheduled,omitempty,omitzero"`
+type Plan = views.Plan
 
-	// Seen the runtimes the pass observed, counted by backend, then by state
-	Seen    map[string]map[string]int `json:"seen,omitempty,omitzero"`
-	Skipped []Skipped                 `json:"skipped"`
-	Usage   []Usage                   `json:"usage"`
+// Problem defines model for Problem.
+type Problem = views.Problem
+
+// Prune defines model for Prune.
+type Prune = views.Prune
+
+// PruneAction defines model for PruneAction.
+type PruneAction struct {
+	ArchiveId string    `json:"archive_id"`
+	Backend   string    `json:"backend"`
+	Bytes     int64     `json:"bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	Location  string    `json:"location"`
+	Runtime   string    `json:"runtime"`
+	Source    string    `json:"source"`
 }
+
+// PruneApplied defines model for PruneApplied.
+type PruneApplied = views.PruneApplied
+
+// PrunePlan defines model for PrunePlan.
+type PrunePlan = views.PrunePlan
+
+// PruneRequest defines model for PruneRequest.
+type PruneRequest struct {
+	DryRun bool `json:"dry_run,omitempty,omitzero"`
+
+	// OlderThan a duration: 30d
+	OlderThan string `json:"older_than"`
+}
+
+// PruneResult defines model for PruneResult.
+type PruneResult struct {
+	ArchiveId  string `json:"archive_id"`
+	Backend    string `json:"backend"`
+	FreedBytes int64  `json:"freed_bytes"`
+	Outcome    string `json:"outcome"`
+	Reason     string `json:"reason,omitempty,omitzero"`
+	Runtime    string `json:"runtime"`
+	Source     string `json:"source"`
+}
+
+// PruneSkip defines model for PruneSkip.
+type PruneSkip struct {
+	ArchiveId string `json:"archive_id"`
+	Backend   string `json:"backend"`
+	Reason    string `json:"reason"`
+	Runtime   string `json:"runtime"`
+	Source    string `json:"source"`
+}
+
+// Reason defines model for Reason.
+type Reason = views.Reason
 
 // Registration defines model for Registration.
 type Registration struct {
@@ -318,33 +370,29 @@ type Registration struct {
 	Home          string            `json:"home,omitempty,omitzero"`
 	Id            string            `json:"id"`
 	Labels        map[string]string `json:"labels,omitempty,omitzero"`
-	Workspaces    []string          `json:"workspaces,omitempty,omitzero"`
+
+	// Source the source's name
+	Source     string   `json:"source,omitempty,omitzero"`
+	Workspaces []string `json:"workspaces,omitempty,omitzero"`
 }
 
 // Release defines model for Release.
-type Release struct {
-	Backend string `json:"backend"`
+type Release = views.Release
 
-	// Conversations the owners left
-	Conversations []string `json:"conversations"`
-	Id            string   `json:"id"`
-	Removed       bool     `json:"removed"`
-	Result        Result   `json:"result,omitempty,omitzero"`
+// RestoreRequest defines model for RestoreRequest.
+type RestoreRequest struct {
+	// ArchiveId default the runtime's newest archive
+	ArchiveId string `json:"archive_id,omitempty,omitzero"`
+
+	// To an absolute path; default where it was
+	To string `json:"to,omitempty,omitzero"`
 }
+
+// Restored defines model for Restored.
+type Restored = views.Restored
 
 // Result defines model for Result.
-type Result struct {
-	ArchiveId  string        `json:"archive_id,omitempty,omitzero"`
-	Backend    string        `json:"backend"`
-	FreedBytes int64         `json:"freed_bytes"`
-	Outcome    ResultOutcome `json:"outcome"`
-	Reason     string        `json:"reason,omitempty,omitzero"`
-	Runtime    string        `json:"runtime"`
-	Step       Step          `json:"step"`
-}
-
-// ResultOutcome defines model for Result.Outcome.
-type ResultOutcome string
+type Result = views.Result
 
 // RetentionRequest defines model for RetentionRequest.
 type RetentionRequest struct {
@@ -353,78 +401,40 @@ type RetentionRequest struct {
 }
 
 // Runtime defines model for Runtime.
-type Runtime struct {
-	ArchiveId       string `json:"archive_id,omitempty,omitzero"`
-	ArchiveLocation string `json:"archive_location,omitempty,omitzero"`
-	Backend         string `json:"backend"`
-	Busy            string `json:"busy,omitempty,omitzero"`
-
-	// CanResume false once archived or deleted
-	CanResume     bool              `json:"can_resume"`
-	Conversations []string          `json:"conversations,omitempty,omitzero"`
-	HeldBy        string            `json:"held_by,omitempty,omitzero"`
-	Home          string            `json:"home,omitempty,omitzero"`
-	Id            string            `json:"id"`
-	Labels        map[string]string `json:"labels,omitempty,omitzero"`
-	LastActive    time.Time         `json:"last_active,omitempty,omitzero"`
-	LeaseUntil    time.Time         `json:"lease_until,omitempty,omitzero"`
-	Path          string            `json:"path,omitempty,omitzero"`
-	Pinned        string            `json:"pinned,omitempty,omitzero"`
-	Retention     string            `json:"retention"`
-	ScheduledDue  time.Time         `json:"scheduled_due,omitempty,omitzero"`
-	ScheduledStep Step              `json:"scheduled_step,omitempty,omitzero"`
-
-	// SizeBytes -1 when unknown
-	SizeBytes  int64    `json:"size_bytes"`
-	State      string   `json:"state"`
-	Unsaved    string   `json:"unsaved,omitempty,omitzero"`
-	Workspaces []string `json:"workspaces,omitempty,omitzero"`
-}
+type Runtime = views.Runtime
 
 // RuntimeList defines model for RuntimeList.
-type RuntimeList struct {
-	NextCursor string    `json:"next_cursor,omitempty,omitzero"`
-	Runtimes   []Runtime `json:"runtimes"`
-}
+type RuntimeList = views.RuntimeList
 
 // Skipped defines model for Skipped.
-type Skipped struct {
-	Backend string `json:"backend,omitempty,omitzero"`
-	Reason  string `json:"reason"`
-	Runtime string `json:"runtime"`
-	Step    Step   `json:"step,omitempty,omitzero"`
-}
+type Skipped = views.Skipped
+
+// SourceStatus defines model for SourceStatus.
+type SourceStatus = views.SourceStatus
 
 // Status defines model for Status.
-type Status struct {
-	Filesystems []Filesystem `json:"filesystems"`
-	LastPass    PassSummary  `json:"last_pass,omitempty,omitzero"`
-	NextPassAt  time.Time    `json:"next_pass_at,omitempty,omitzero"`
-
-	// Problems what the last pass could not look at (a source whose listing failed, a filesystem it could not measure)
-	Problems               []Skipped        `json:"problems,omitempty,omitzero"`
-	ReclaimableBytesByStep map[string]int64 `json:"reclaimable_bytes_by_step"`
-	RuntimesByBackend      map[string]int   `json:"runtimes_by_backend"`
-	RuntimesByState        map[string]int   `json:"runtimes_by_state"`
-	Scheduled              []Notice         `json:"scheduled,omitempty,omitzero"`
-}
+type Status = views.Status
 
 // Step defines model for Step.
 type Step string
 
 // Usage defines model for Usage.
-type Usage struct {
-	Fraction float64 `json:"fraction"`
-	High     float64 `json:"high"`
-	Low      float64 `json:"low"`
-	Path     string  `json:"path"`
-}
+type Usage = views.Usage
 
 // Backend defines model for Backend.
 type Backend = string
 
 // ID defines model for ID.
 type ID = string
+
+// Source defines model for Source.
+type Source = string
+
+// ListArchivesParams defines parameters for ListArchives.
+type ListArchivesParams struct {
+	// Name an archive id
+	Name string `form:"name,omitempty" json:"name,omitempty,omitzero"`
+}
 
 // GetJournalParams defines parameters for GetJournal.
 type GetJournalParams struct {
@@ -435,24 +445,32 @@ type GetJournalParams struct {
 	PlanId  string `form:"plan_id,omitempty" json:"plan_id,omitempty,omitzero"`
 	Runtime string `form:"runtime,omitempty" json:"runtime,omitempty,omitzero"`
 	Backend string `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+	Source  string `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // GetPlanParams defines parameters for GetPlan.
 type GetPlanParams struct {
 	Step []Step `form:"step,omitempty" json:"step,omitempty,omitzero"`
 
-	// Runtime runtime IDs
+	// Runtime runtime names
 	Runtime []string `form:"runtime,omitempty" json:"runtime,omitempty,omitzero"`
 }
 
 // ListRuntimesParams defines parameters for ListRuntimes.
 type ListRuntimesParams struct {
 	Backend string `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+	Source  string `form:"source,omitempty" json:"source,omitempty,omitzero"`
 	State   string `form:"state,omitempty" json:"state,omitempty,omitzero"`
 	Limit   int    `form:"limit,omitempty" json:"limit,omitempty,omitzero"`
 
 	// Cursor next_cursor of the previous page
 	Cursor string `form:"cursor,omitempty" json:"cursor,omitempty,omitzero"`
+
+	// Observe list the sources again now
+	Observe bool `form:"observe,omitempty" json:"observe,omitempty,omitzero"`
+
+	// Sizes measure each local runtime on disk
+	Sizes bool `form:"sizes,omitempty" json:"sizes,omitempty,omitzero"`
 }
 
 // ReleaseRuntimeParams defines parameters for ReleaseRuntime.
@@ -462,64 +480,109 @@ type ReleaseRuntimeParams struct {
 
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // GetRuntimeParams defines parameters for GetRuntime.
 type GetRuntimeParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // ReportActivityParams defines parameters for ReportActivity.
 type ReportActivityParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // TakeHoldParams defines parameters for TakeHold.
 type TakeHoldParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // ReleaseHoldParams defines parameters for ReleaseHold.
 type ReleaseHoldParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // RenewHoldParams defines parameters for RenewHold.
 type RenewHoldParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // LeaseRuntimeParams defines parameters for LeaseRuntime.
 type LeaseRuntimeParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // UnpinRuntimeParams defines parameters for UnpinRuntime.
 type UnpinRuntimeParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // PinRuntimeParams defines parameters for PinRuntime.
 type PinRuntimeParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
+}
+
+// RestoreRuntimeParams defines parameters for RestoreRuntime.
+type RestoreRuntimeParams struct {
+	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
+	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // SetRetentionParams defines parameters for SetRetention.
 type SetRetentionParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
 // ReportActivityBatchJSONRequestBody defines body for ReportActivityBatch for application/json ContentType.
 type ReportActivityBatchJSONRequestBody = ActivityBatch
+
+// PruneArchivesJSONRequestBody defines body for PruneArchives for application/json ContentType.
+type PruneArchivesJSONRequestBody = PruneRequest
+
+// MarkRuntimesJSONRequestBody defines body for MarkRuntimes for application/json ContentType.
+type MarkRuntimesJSONRequestBody = MarkRequest
 
 // RunPassJSONRequestBody defines body for RunPass for application/json ContentType.
 type RunPassJSONRequestBody = PassRequest
@@ -541,6 +604,9 @@ type LeaseRuntimeJSONRequestBody = LeaseRequest
 
 // PinRuntimeJSONRequestBody defines body for PinRuntime for application/json ContentType.
 type PinRuntimeJSONRequestBody = PinRequest
+
+// RestoreRuntimeJSONRequestBody defines body for RestoreRuntime for application/json ContentType.
+type RestoreRuntimeJSONRequestBody = RestoreRequest
 
 // SetRetentionJSONRequestBody defines body for SetRetention for application/json ContentType.
 type SetRetentionJSONRequestBody = RetentionRequest
@@ -643,19 +709,62 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/activity (the `ReportActivityBatch` operationId).
 	ReportActivityBatch(ctx context.Context, body ReportActivityBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListArchives The archives, newest first; with name, one archive (by its id) or one runtime's.
+	//
+	// Corresponds with GET /v1/archives (the `ListArchives` operationId).
+	ListArchives(ctx context.Context, params *ListArchivesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PruneArchivesWithBody Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+	PruneArchivesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PruneArchives Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+	PruneArchives(ctx context.Context, body PruneArchivesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetJournal The audit log of actions, newest first.
 	//
 	// Corresponds with GET /v1/journal (the `GetJournal` operationId).
 	GetJournal(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunPassWithBody Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+	// MarkRuntimesWithBody Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+	MarkRuntimesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MarkRuntimes Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+	MarkRuntimes(ctx context.Context, body MarkRuntimesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetNative Remote sandboxes - the providers' own timers now, what the policy wants, the drift.
+	//
+	// Corresponds with GET /v1/native (the `GetNative` operationId).
+	GetNative(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SyncNative Write the policy into the providers' timers where they allow it.
+	//
+	// Corresponds with POST /v1/native/sync (the `SyncNative` operationId).
+	SyncNative(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunPassWithBody Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/passes (the `RunPass` operationId).
 	RunPassWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RunPass Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+	// RunPass Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -667,7 +776,7 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/plan (the `GetPlan` operationId).
 	GetPlan(ctx context.Context, params *GetPlanParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListRuntimes Runtimes the ledger knows, in key order, a page at a time.
+	// ListRuntimes Runtimes of the configured sources the ledger knows, in key order, a page at a time.
 	//
 	// Corresponds with GET /v1/runtimes (the `ListRuntimes` operationId).
 	ListRuntimes(ctx context.Context, params *ListRuntimesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -776,6 +885,20 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/runtimes/{id}/pin (the `PinRuntime` operationId).
 	PinRuntime(ctx context.Context, id ID, params *PinRuntimeParams, body PinRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RestoreRuntimeWithBody Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+	RestoreRuntimeWithBody(ctx context.Context, id ID, params *RestoreRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestoreRuntime Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+	RestoreRuntime(ctx context.Context, id ID, params *RestoreRuntimeParams, body RestoreRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SetRetentionWithBody This runtime's own retention in days (0 never archives), or back to the default.
 	//
 	// Takes any type of body and a specified content type.
@@ -790,7 +913,7 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/runtimes/{id}/retention (the `SetRetention` operationId).
 	SetRetention(ctx context.Context, id ID, params *SetRetentionParams, body SetRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetStatus Usage, runtimes by state and backend, what is reclaimable, the last and next pass.
+	// GetStatus Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -860,6 +983,55 @@ func (c *Client) ReportActivityBatch(ctx context.Context, body ReportActivityBat
 	return c.Client.Do(req)
 }
 
+// ListArchives The archives, newest first; with name, one archive (by its id) or one runtime's.
+//
+// Corresponds with GET /v1/archives (the `ListArchives` operationId).
+func (c *Client) ListArchives(ctx context.Context, params *ListArchivesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListArchivesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PruneArchivesWithBody Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+func (c *Client) PruneArchivesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPruneArchivesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PruneArchives Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+func (c *Client) PruneArchives(ctx context.Context, body PruneArchivesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPruneArchivesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetJournal The audit log of actions, newest first.
 //
 // Corresponds with GET /v1/journal (the `GetJournal` operationId).
@@ -875,7 +1047,71 @@ func (c *Client) GetJournal(ctx context.Context, params *GetJournalParams, reqEd
 	return c.Client.Do(req)
 }
 
-// RunPassWithBody Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+// MarkRuntimesWithBody Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+func (c *Client) MarkRuntimesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkRuntimesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MarkRuntimes Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+func (c *Client) MarkRuntimes(ctx context.Context, body MarkRuntimesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMarkRuntimesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetNative Remote sandboxes - the providers' own timers now, what the policy wants, the drift.
+//
+// Corresponds with GET /v1/native (the `GetNative` operationId).
+func (c *Client) GetNative(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetNativeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SyncNative Write the policy into the providers' timers where they allow it.
+//
+// Corresponds with POST /v1/native/sync (the `SyncNative` operationId).
+func (c *Client) SyncNative(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSyncNativeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunPassWithBody Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 //
 // Takes any type of body and a specified content type.
 //
@@ -892,7 +1128,7 @@ func (c *Client) RunPassWithBody(ctx context.Context, contentType string, body i
 	return c.Client.Do(req)
 }
 
-// RunPass Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+// RunPass Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -924,7 +1160,7 @@ func (c *Client) GetPlan(ctx context.Context, params *GetPlanParams, reqEditors 
 	return c.Client.Do(req)
 }
 
-// ListRuntimes Runtimes the ledger knows, in key order, a page at a time.
+// ListRuntimes Runtimes of the configured sources the ledger knows, in key order, a page at a time.
 //
 // Corresponds with GET /v1/runtimes (the `ListRuntimes` operationId).
 func (c *Client) ListRuntimes(ctx context.Context, params *ListRuntimesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1203,6 +1439,40 @@ func (c *Client) PinRuntime(ctx context.Context, id ID, params *PinRuntimeParams
 	return c.Client.Do(req)
 }
 
+// RestoreRuntimeWithBody Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+func (c *Client) RestoreRuntimeWithBody(ctx context.Context, id ID, params *RestoreRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreRuntimeRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestoreRuntime Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+func (c *Client) RestoreRuntime(ctx context.Context, id ID, params *RestoreRuntimeParams, body RestoreRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreRuntimeRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SetRetentionWithBody This runtime's own retention in days (0 never archives), or back to the default.
 //
 // Takes any type of body and a specified content type.
@@ -1237,7 +1507,7 @@ func (c *Client) SetRetention(ctx context.Context, id ID, params *SetRetentionPa
 	return c.Client.Do(req)
 }
 
-// GetStatus Usage, runtimes by state and backend, what is reclaimable, the last and next pass.
+// GetStatus Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 //
 // Corresponds with GET /v1/status (the `GetStatus` operationId).
 func (c *Client) GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1346,6 +1616,96 @@ func NewReportActivityBatchRequestWithBody(server string, contentType string, bo
 	return req, nil
 }
 
+// NewListArchivesRequest constructs an http.Request for the ListArchives method
+func NewListArchivesRequest(server string, params *ListArchivesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/archives")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPruneArchivesRequest calls the generic PruneArchives builder with application/json body
+func NewPruneArchivesRequest(server string, body PruneArchivesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPruneArchivesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPruneArchivesRequestWithBody constructs an http.Request for the PruneArchives method, with any body, and a specified content type
+func NewPruneArchivesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/archives/prune")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetJournalRequest constructs an http.Request for the GetJournal method
 func NewGetJournalRequest(server string, params *GetJournalParams) (*http.Request, error) {
 	var err error
@@ -1414,6 +1774,14 @@ func NewGetJournalRequest(server string, params *GetJournalParams) (*http.Reques
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1421,6 +1789,100 @@ func NewGetJournalRequest(server string, params *GetJournalParams) (*http.Reques
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMarkRuntimesRequest calls the generic MarkRuntimes builder with application/json body
+func NewMarkRuntimesRequest(server string, body MarkRuntimesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMarkRuntimesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewMarkRuntimesRequestWithBody constructs an http.Request for the MarkRuntimes method, with any body, and a specified content type
+func NewMarkRuntimesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/marks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetNativeRequest constructs an http.Request for the GetNative method
+func NewGetNativeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/native")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSyncNativeRequest constructs an http.Request for the SyncNative method
+func NewSyncNativeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/native/sync")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1570,6 +2032,14 @@ func NewListRuntimesRequest(server string, params *ListRuntimesParams) (*http.Re
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
@@ -1587,6 +2057,22 @@ func NewListRuntimesRequest(server string, params *ListRuntimesParams) (*http.Re
 		}
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "observe", params.Observe, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sizes", params.Sizes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -1707,6 +2193,14 @@ func NewReleaseRuntimeRequest(server string, id ID, params *ReleaseRuntimeParams
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1757,6 +2251,14 @@ func NewGetRuntimeRequest(server string, id ID, params *GetRuntimeParams) (*http
 		var rawQueryFragments []string
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -1825,6 +2327,14 @@ func NewReportActivityRequestWithBody(server string, id ID, params *ReportActivi
 		var rawQueryFragments []string
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -1902,6 +2412,14 @@ func NewTakeHoldRequestWithBody(server string, id ID, params *TakeHoldParams, co
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1961,6 +2479,14 @@ func NewReleaseHoldRequest(server string, id ID, holdId string, params *ReleaseH
 		var rawQueryFragments []string
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2043,6 +2569,14 @@ func NewRenewHoldRequestWithBody(server string, id ID, holdId string, params *Re
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2113,6 +2647,14 @@ func NewLeaseRuntimeRequestWithBody(server string, id ID, params *LeaseRuntimePa
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2165,6 +2707,14 @@ func NewUnpinRuntimeRequest(server string, id ID, params *UnpinRuntimeParams) (*
 		var rawQueryFragments []string
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2240,6 +2790,14 @@ func NewPinRuntimeRequestWithBody(server string, id ID, params *PinRuntimeParams
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2247,6 +2805,84 @@ func NewPinRuntimeRequestWithBody(server string, id ID, params *PinRuntimeParams
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRestoreRuntimeRequest calls the generic RestoreRuntime builder with application/json body
+func NewRestoreRuntimeRequest(server string, id ID, params *RestoreRuntimeParams, body RestoreRuntimeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRestoreRuntimeRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRestoreRuntimeRequestWithBody constructs an http.Request for the RestoreRuntime method, with any body, and a specified content type
+func NewRestoreRuntimeRequestWithBody(server string, id ID, params *RestoreRuntimeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runtimes/%s/restore", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -2303,6 +2939,14 @@ func NewSetRetentionRequestWithBody(server string, id ID, params *SetRetentionPa
 		var rawQueryFragments []string
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2425,6 +3069,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/activity (the `ReportActivityBatch` operationId).
 	ReportActivityBatchWithResponse(ctx context.Context, body ReportActivityBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportActivityBatchResponse, error)
 
+	// ListArchivesWithResponse The archives, newest first; with name, one archive (by its id) or one runtime's.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/archives (the `ListArchives` operationId).
+	ListArchivesWithResponse(ctx context.Context, params *ListArchivesParams, reqEditors ...RequestEditorFn) (*ListArchivesResponse, error)
+
+	// PruneArchivesWithBodyWithResponse Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+	PruneArchivesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PruneArchivesResponse, error)
+
+	// PruneArchivesWithResponse Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+	PruneArchivesWithResponse(ctx context.Context, body PruneArchivesJSONRequestBody, reqEditors ...RequestEditorFn) (*PruneArchivesResponse, error)
+
 	// GetJournalWithResponse The audit log of actions, newest first.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2432,14 +3097,42 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/journal (the `GetJournal` operationId).
 	GetJournalWithResponse(ctx context.Context, params *GetJournalParams, reqEditors ...RequestEditorFn) (*GetJournalResponse, error)
 
-	// RunPassWithBodyWithResponse Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+	// MarkRuntimesWithBodyWithResponse Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+	MarkRuntimesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkRuntimesResponse, error)
+
+	// MarkRuntimesWithResponse Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+	MarkRuntimesWithResponse(ctx context.Context, body MarkRuntimesJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkRuntimesResponse, error)
+
+	// GetNativeWithResponse Remote sandboxes - the providers' own timers now, what the policy wants, the drift.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/native (the `GetNative` operationId).
+	GetNativeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetNativeResponse, error)
+
+	// SyncNativeWithResponse Write the policy into the providers' timers where they allow it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/native/sync (the `SyncNative` operationId).
+	SyncNativeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncNativeResponse, error)
+
+	// RunPassWithBodyWithResponse Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/passes (the `RunPass` operationId).
 	RunPassWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunPassResponse, error)
 
-	// RunPassWithResponse Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+	// RunPassWithResponse Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2453,7 +3146,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/plan (the `GetPlan` operationId).
 	GetPlanWithResponse(ctx context.Context, params *GetPlanParams, reqEditors ...RequestEditorFn) (*GetPlanResponse, error)
 
-	// ListRuntimesWithResponse Runtimes the ledger knows, in key order, a page at a time.
+	// ListRuntimesWithResponse Runtimes of the configured sources the ledger knows, in key order, a page at a time.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2572,6 +3265,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/runtimes/{id}/pin (the `PinRuntime` operationId).
 	PinRuntimeWithResponse(ctx context.Context, id ID, params *PinRuntimeParams, body PinRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*PinRuntimeResponse, error)
 
+	// RestoreRuntimeWithBodyWithResponse Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+	RestoreRuntimeWithBodyWithResponse(ctx context.Context, id ID, params *RestoreRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreRuntimeResponse, error)
+
+	// RestoreRuntimeWithResponse Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+	RestoreRuntimeWithResponse(ctx context.Context, id ID, params *RestoreRuntimeParams, body RestoreRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreRuntimeResponse, error)
+
 	// SetRetentionWithBodyWithResponse This runtime's own retention in days (0 never archives), or back to the default.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2586,7 +3293,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/runtimes/{id}/retention (the `SetRetention` operationId).
 	SetRetentionWithResponse(ctx context.Context, id ID, params *SetRetentionParams, body SetRetentionJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRetentionResponse, error)
 
-	// GetStatusWithResponse Usage, runtimes by state and backend, what is reclaimable, the last and next pass.
+	// GetStatusWithResponse Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2759,6 +3466,116 @@ func (r ReportActivityBatchResponse) ContentType() string {
 	return ""
 }
 
+type ListArchivesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ArchiveList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListArchivesResponse) GetJSON200() *ArchiveList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListArchivesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListArchivesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r ListArchivesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListArchivesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListArchivesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListArchivesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PruneArchivesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Prune
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PruneArchivesResponse) GetJSON200() *Prune {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PruneArchivesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PruneArchivesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r PruneArchivesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PruneArchivesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PruneArchivesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PruneArchivesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetJournalResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2768,6 +3585,8 @@ type GetJournalResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2783,6 +3602,11 @@ func (r GetJournalResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetJournalResponse) GetJSON401() *Error {
 	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetJournalResponse) GetJSON404() *Error {
+	return r.JSON404
 }
 
 // GetBody returns the raw response body bytes
@@ -2814,6 +3638,178 @@ func (r GetJournalResponse) ContentType() string {
 	return ""
 }
 
+type MarkRuntimesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MarkList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MarkRuntimesResponse) GetJSON200() *MarkList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MarkRuntimesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MarkRuntimesResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MarkRuntimesResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MarkRuntimesResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r MarkRuntimesResponse) GetJSON410() *Error {
+	return r.JSON410
+}
+
+// GetBody returns the raw response body bytes
+func (r MarkRuntimesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MarkRuntimesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MarkRuntimesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MarkRuntimesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetNativeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NativeReport
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetNativeResponse) GetJSON200() *NativeReport {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetNativeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r GetNativeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetNativeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetNativeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetNativeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SyncNativeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NativeReport
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SyncNativeResponse) GetJSON200() *NativeReport {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SyncNativeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r SyncNativeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SyncNativeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SyncNativeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SyncNativeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type RunPassResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2829,6 +3825,8 @@ type RunPassResponse struct {
 	JSON410 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Error
 }
@@ -2861,6 +3859,11 @@ func (r RunPassResponse) GetJSON410() *Error {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RunPassResponse) GetJSON413() *Error {
 	return r.JSON413
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r RunPassResponse) GetJSON423() *Error {
+	return r.JSON423
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -3543,6 +4546,8 @@ type LeaseRuntimeResponse struct {
 	JSON401 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Error
 }
@@ -3565,6 +4570,11 @@ func (r LeaseRuntimeResponse) GetJSON401() *Error {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r LeaseRuntimeResponse) GetJSON404() *Error {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r LeaseRuntimeResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -3726,6 +4736,75 @@ func (r PinRuntimeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PinRuntimeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RestoreRuntimeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Restored
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON501 the response for an HTTP 501 `application/json` response
+	JSON501 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RestoreRuntimeResponse) GetJSON200() *Restored {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RestoreRuntimeResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RestoreRuntimeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RestoreRuntimeResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON501 returns the response for an HTTP 501 `application/json` response
+func (r RestoreRuntimeResponse) GetJSON501() *Error {
+	return r.JSON501
+}
+
+// GetBody returns the raw response body bytes
+func (r RestoreRuntimeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RestoreRuntimeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RestoreRuntimeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RestoreRuntimeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3908,6 +4987,45 @@ func (c *ClientWithResponses) ReportActivityBatchWithResponse(ctx context.Contex
 	return ParseReportActivityBatchResponse(rsp)
 }
 
+// ListArchivesWithResponse The archives, newest first; with name, one archive (by its id) or one runtime's.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/archives (the `ListArchives` operationId).
+func (c *ClientWithResponses) ListArchivesWithResponse(ctx context.Context, params *ListArchivesParams, reqEditors ...RequestEditorFn) (*ListArchivesResponse, error) {
+	rsp, err := c.ListArchives(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListArchivesResponse(rsp)
+}
+
+// PruneArchivesWithBodyWithResponse Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+func (c *ClientWithResponses) PruneArchivesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PruneArchivesResponse, error) {
+	rsp, err := c.PruneArchivesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePruneArchivesResponse(rsp)
+}
+
+// PruneArchivesWithResponse Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/archives/prune (the `PruneArchives` operationId).
+func (c *ClientWithResponses) PruneArchivesWithResponse(ctx context.Context, body PruneArchivesJSONRequestBody, reqEditors ...RequestEditorFn) (*PruneArchivesResponse, error) {
+	rsp, err := c.PruneArchives(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePruneArchivesResponse(rsp)
+}
+
 // GetJournalWithResponse The audit log of actions, newest first.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3921,7 +5039,59 @@ func (c *ClientWithResponses) GetJournalWithResponse(ctx context.Context, params
 	return ParseGetJournalResponse(rsp)
 }
 
-// RunPassWithBodyWithResponse Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+// MarkRuntimesWithBodyWithResponse Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+func (c *ClientWithResponses) MarkRuntimesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MarkRuntimesResponse, error) {
+	rsp, err := c.MarkRuntimesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkRuntimesResponse(rsp)
+}
+
+// MarkRuntimesWithResponse Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/marks (the `MarkRuntimes` operationId).
+func (c *ClientWithResponses) MarkRuntimesWithResponse(ctx context.Context, body MarkRuntimesJSONRequestBody, reqEditors ...RequestEditorFn) (*MarkRuntimesResponse, error) {
+	rsp, err := c.MarkRuntimes(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarkRuntimesResponse(rsp)
+}
+
+// GetNativeWithResponse Remote sandboxes - the providers' own timers now, what the policy wants, the drift.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/native (the `GetNative` operationId).
+func (c *ClientWithResponses) GetNativeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetNativeResponse, error) {
+	rsp, err := c.GetNative(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetNativeResponse(rsp)
+}
+
+// SyncNativeWithResponse Write the policy into the providers' timers where they allow it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/native/sync (the `SyncNative` operationId).
+func (c *ClientWithResponses) SyncNativeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncNativeResponse, error) {
+	rsp, err := c.SyncNative(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyncNativeResponse(rsp)
+}
+
+// RunPassWithBodyWithResponse Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3934,7 +5104,7 @@ func (c *ClientWithResponses) RunPassWithBodyWithResponse(ctx context.Context, c
 	return ParseRunPassResponse(rsp)
 }
 
-// RunPassWithResponse Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+// RunPassWithResponse Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3960,7 +5130,7 @@ func (c *ClientWithResponses) GetPlanWithResponse(ctx context.Context, params *G
 	return ParseGetPlanResponse(rsp)
 }
 
-// ListRuntimesWithResponse Runtimes the ledger knows, in key order, a page at a time.
+// ListRuntimesWithResponse Runtimes of the configured sources the ledger knows, in key order, a page at a time.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4181,6 +5351,32 @@ func (c *ClientWithResponses) PinRuntimeWithResponse(ctx context.Context, id ID,
 	return ParsePinRuntimeResponse(rsp)
 }
 
+// RestoreRuntimeWithBodyWithResponse Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+func (c *ClientWithResponses) RestoreRuntimeWithBodyWithResponse(ctx context.Context, id ID, params *RestoreRuntimeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreRuntimeResponse, error) {
+	rsp, err := c.RestoreRuntimeWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestoreRuntimeResponse(rsp)
+}
+
+// RestoreRuntimeWithResponse Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runtimes/{id}/restore (the `RestoreRuntime` operationId).
+func (c *ClientWithResponses) RestoreRuntimeWithResponse(ctx context.Context, id ID, params *RestoreRuntimeParams, body RestoreRuntimeJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreRuntimeResponse, error) {
+	rsp, err := c.RestoreRuntime(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestoreRuntimeResponse(rsp)
+}
+
 // SetRetentionWithBodyWithResponse This runtime's own retention in days (0 never archives), or back to the default.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4207,7 +5403,7 @@ func (c *ClientWithResponses) SetRetentionWithResponse(ctx context.Context, id I
 	return ParseSetRetentionResponse(rsp)
 }
 
-// GetStatusWithResponse Usage, runtimes by state and backend, what is reclaimable, the last and next pass.
+// GetStatusWithResponse Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4340,6 +5536,86 @@ func ParseReportActivityBatchResponse(rsp *http.Response) (*ReportActivityBatchR
 	return response, nil
 }
 
+// ParseListArchivesResponse parses an HTTP response from a ListArchivesWithResponse call
+func ParseListArchivesResponse(rsp *http.Response) (*ListArchivesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListArchivesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ArchiveList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePruneArchivesResponse parses an HTTP response from a PruneArchivesWithResponse call
+func ParsePruneArchivesResponse(rsp *http.Response) (*PruneArchivesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PruneArchivesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Prune
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetJournalResponse parses an HTTP response from a GetJournalWithResponse call
 func ParseGetJournalResponse(rsp *http.Response) (*GetJournalResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4367,6 +5643,140 @@ func ParseGetJournalResponse(rsp *http.Response) (*GetJournalResponse, error) {
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMarkRuntimesResponse parses an HTTP response from a MarkRuntimesWithResponse call
+func ParseMarkRuntimesResponse(rsp *http.Response) (*MarkRuntimesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MarkRuntimesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MarkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetNativeResponse parses an HTTP response from a GetNativeWithResponse call
+func ParseGetNativeResponse(rsp *http.Response) (*GetNativeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetNativeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NativeReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSyncNativeResponse parses an HTTP response from a SyncNativeWithResponse call
+func ParseSyncNativeResponse(rsp *http.Response) (*SyncNativeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SyncNativeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NativeReport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Error
@@ -4435,6 +5845,13 @@ func ParseRunPassResponse(rsp *http.Response) (*RunPassResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Error
@@ -4996,6 +6413,13 @@ func ParseLeaseRuntimeResponse(rsp *http.Response) (*LeaseRuntimeResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5109,6 +6533,60 @@ func ParsePinRuntimeResponse(rsp *http.Response) (*PinRuntimeResponse, error) {
 	return response, nil
 }
 
+// ParseRestoreRuntimeResponse parses an HTTP response from a RestoreRuntimeWithResponse call
+func ParseRestoreRuntimeResponse(rsp *http.Response) (*RestoreRuntimeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RestoreRuntimeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Restored
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON501 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseSetRetentionResponse parses an HTTP response from a SetRetentionWithResponse call
 func ParseSetRetentionResponse(rsp *http.Response) (*SetRetentionResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5214,16 +6692,31 @@ type ServerInterface interface {
 	// ReportActivityBatch Many activity reports at once.
 	// (POST /v1/activity)
 	ReportActivityBatch(w http.ResponseWriter, r *http.Request)
+	// ListArchives The archives, newest first; with name, one archive (by its id) or one runtime's.
+	// (GET /v1/archives)
+	ListArchives(w http.ResponseWriter, r *http.Request, params ListArchivesParams)
+	// PruneArchives Remove archives older than older_than from their sink and the ledger (journaled); a dry run only says which.
+	// (POST /v1/archives/prune)
+	PruneArchives(w http.ResponseWriter, r *http.Request)
 	// GetJournal The audit log of actions, newest first.
 	// (GET /v1/journal)
 	GetJournal(w http.ResponseWriter, r *http.Request, params GetJournalParams)
-	// RunPass Reclaim now - all, some steps, some runtimes, or exactly a plan made earlier.
+	// MarkRuntimes Pin, unpin, lease, set the retention of, or touch several runtimes at once - every one named, or none.
+	// (POST /v1/marks)
+	MarkRuntimes(w http.ResponseWriter, r *http.Request)
+	// GetNative Remote sandboxes - the providers' own timers now, what the policy wants, the drift.
+	// (GET /v1/native)
+	GetNative(w http.ResponseWriter, r *http.Request)
+	// SyncNative Write the policy into the providers' timers where they allow it.
+	// (POST /v1/native/sync)
+	SyncNative(w http.ResponseWriter, r *http.Request)
+	// RunPass Reclaim now - all, some steps, some runtimes, a removal, or exactly a plan made earlier.
 	// (POST /v1/passes)
 	RunPass(w http.ResponseWriter, r *http.Request)
 	// GetPlan The dry run now. Its plan_id may be passed to POST /v1/passes.
 	// (GET /v1/plan)
 	GetPlan(w http.ResponseWriter, r *http.Request, params GetPlanParams)
-	// ListRuntimes Runtimes the ledger knows, in key order, a page at a time.
+	// ListRuntimes Runtimes of the configured sources the ledger knows, in key order, a page at a time.
 	// (GET /v1/runtimes)
 	ListRuntimes(w http.ResponseWriter, r *http.Request, params ListRuntimesParams)
 	// RegisterRuntime A host registers a runtime it created, with its owning conversations.
@@ -5256,10 +6749,13 @@ type ServerInterface interface {
 	// PinRuntime Never touch it until unpinned; cancels a notice in force.
 	// (PUT /v1/runtimes/{id}/pin)
 	PinRuntime(w http.ResponseWriter, r *http.Request, id ID, params PinRuntimeParams)
+	// RestoreRuntime Bring an archived runtime back from its archive (its newest by default), read from its sink and verified first.
+	// (POST /v1/runtimes/{id}/restore)
+	RestoreRuntime(w http.ResponseWriter, r *http.Request, id ID, params RestoreRuntimeParams)
 	// SetRetention This runtime's own retention in days (0 never archives), or back to the default.
 	// (PUT /v1/runtimes/{id}/retention)
 	SetRetention(w http.ResponseWriter, r *http.Request, id ID, params SetRetentionParams)
-	// GetStatus Usage, runtimes by state and backend, what is reclaimable, the last and next pass.
+	// GetStatus Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 	// (GET /v1/status)
 	GetStatus(w http.ResponseWriter, r *http.Request)
 }
@@ -5306,6 +6802,53 @@ func (siw *ServerInterfaceWrapper) ReportActivityBatch(w http.ResponseWriter, r 
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReportActivityBatch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListArchives operation middleware
+func (siw *ServerInterfaceWrapper) ListArchives(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListArchivesParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", r.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListArchives(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PruneArchives operation middleware
+func (siw *ServerInterfaceWrapper) PruneArchives(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PruneArchives(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5389,8 +6932,63 @@ func (siw *ServerInterfaceWrapper) GetJournal(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetJournal(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// MarkRuntimes operation middleware
+func (siw *ServerInterfaceWrapper) MarkRuntimes(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MarkRuntimes(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetNative operation middleware
+func (siw *ServerInterfaceWrapper) GetNative(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetNative(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SyncNative operation middleware
+func (siw *ServerInterfaceWrapper) SyncNative(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SyncNative(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5482,6 +7080,19 @@ func (siw *ServerInterfaceWrapper) ListRuntimes(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	// ------------- Optional query parameter "state" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", r.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -5517,6 +7128,32 @@ func (siw *ServerInterfaceWrapper) ListRuntimes(w http.ResponseWriter, r *http.R
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "observe" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "observe", r.URL.Query(), &params.Observe, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "observe"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "observe", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "sizes" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sizes", r.URL.Query(), &params.Sizes, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sizes"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sizes", Err: err})
 		}
 		return
 	}
@@ -5603,6 +7240,19 @@ func (siw *ServerInterfaceWrapper) ReleaseRuntime(w http.ResponseWriter, r *http
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReleaseRuntime(w, r, id, params)
 	}))
@@ -5641,6 +7291,19 @@ func (siw *ServerInterfaceWrapper) GetRuntime(w http.ResponseWriter, r *http.Req
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
 		}
 		return
 	}
@@ -5687,6 +7350,19 @@ func (siw *ServerInterfaceWrapper) ReportActivity(w http.ResponseWriter, r *http
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReportActivity(w, r, id, params)
 	}))
@@ -5725,6 +7401,19 @@ func (siw *ServerInterfaceWrapper) TakeHold(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
 		}
 		return
 	}
@@ -5780,6 +7469,19 @@ func (siw *ServerInterfaceWrapper) ReleaseHold(w http.ResponseWriter, r *http.Re
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReleaseHold(w, r, id, holdId, params)
 	}))
@@ -5831,6 +7533,19 @@ func (siw *ServerInterfaceWrapper) RenewHold(w http.ResponseWriter, r *http.Requ
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RenewHold(w, r, id, holdId, params)
 	}))
@@ -5869,6 +7584,19 @@ func (siw *ServerInterfaceWrapper) LeaseRuntime(w http.ResponseWriter, r *http.R
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
 		}
 		return
 	}
@@ -5915,6 +7643,19 @@ func (siw *ServerInterfaceWrapper) UnpinRuntime(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.UnpinRuntime(w, r, id, params)
 	}))
@@ -5957,8 +7698,76 @@ func (siw *ServerInterfaceWrapper) PinRuntime(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.PinRuntime(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RestoreRuntime operation middleware
+func (siw *ServerInterfaceWrapper) RestoreRuntime(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RestoreRuntimeParams
+
+	// ------------- Optional query parameter "backend" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "backend", r.URL.Query(), &params.Backend, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RestoreRuntime(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5995,6 +7804,19 @@ func (siw *ServerInterfaceWrapper) SetRetention(w http.ResponseWriter, r *http.R
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
 		}
 		return
 	}
@@ -6160,9 +7982,15 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/runtimes/{id}/pin", wrapper.UnpinRuntime)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/v1/runtimes/{id}/pin", wrapper.PinRuntime)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/lease", wrapper.LeaseRuntime)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/restore", wrapper.RestoreRuntime)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/marks", wrapper.MarkRuntimes)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/plan", wrapper.GetPlan)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/passes", wrapper.RunPass)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/journal", wrapper.GetJournal)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/archives", wrapper.ListArchives)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/archives/prune", wrapper.PruneArchives)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/native", wrapper.GetNative)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/native/sync", wrapper.SyncNative)
 
 	return m
 }

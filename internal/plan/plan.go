@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
 // Disclaimer is printed with every dry run.
@@ -33,35 +35,120 @@ type Observed struct {
 
 // Action is one step the plan proposes.
 type Action struct {
-	Runtime  string       `json:"runtime"`
-	Backend  string       `json:"backend"`
-	Step     backend.Step `json:"step"`
-	Paths    []string     `json:"paths"`
-	Bytes    int64        `json:"bytes"`
-	Reason   string       `json:"reason"`
-	Observed Observed     `json:"observed"`
+	Runtime string       `json:"runtime"`
+	Backend string       `json:"backend"`
+	Source  string       `json:"source"`
+	Step    backend.Step `json:"step"`
+	Paths   []string     `json:"paths"`
+	Bytes   int64        `json:"bytes"`
+	// Code is the rule that proposed it (policy.Rule*); Reason its words.
+	Code     policy.Code `json:"code"`
+	Reason   string      `json:"reason"`
+	Observed Observed    `json:"observed"`
 	// Filesystem is the managed filesystem the bytes return to.
 	Filesystem string `json:"filesystem,omitempty"`
 }
 
 // Key is the action's runtime key.
-func (a Action) Key() backend.Key { return backend.Key{Backend: a.Backend, ID: a.Runtime} }
+func (a Action) Key() backend.Key {
+	return backend.Key{Source: a.Source, Backend: a.Backend, ID: a.Runtime}
+}
 
 // Skipped is a runtime a policy wanted to act on but may not.
 type Skipped struct {
 	Runtime string       `json:"runtime"`
-	Backend string       `json:"backend,omitempty"`
+	Backend string       `json:"backend"`
+	Source  string       `json:"source"`
 	Step    backend.Step `json:"step,omitempty"`
+	Code    policy.Code  `json:"code"`
 	Reason  string       `json:"reason"`
+}
+
+// Key is the skipped runtime's key.
+func (s Skipped) Key() backend.Key {
+	return backend.Key{Source: s.Source, Backend: s.Backend, ID: s.Runtime}
 }
 
 // Notice is a destructive step announced (or an announcement canceled).
 type Notice struct {
 	Runtime string       `json:"runtime"`
 	Backend string       `json:"backend"`
+	Source  string       `json:"source"`
 	Step    backend.Step `json:"step"`
 	Due     time.Time    `json:"due,omitzero"`
+	Code    policy.Code  `json:"code,omitempty"`
 	Reason  string       `json:"reason"`
+}
+
+// Key is the notice's runtime key.
+func (n Notice) Key() backend.Key {
+	return backend.Key{Source: n.Source, Backend: n.Backend, ID: n.Runtime}
+}
+
+// ProblemCode names a kind of problem: something a pass could not look
+// at, or could not tell apart, that the operator must know about.
+type ProblemCode string
+
+const (
+	// SourceUnreadable: the source's listing failed (a repository or root
+	// that does not exist, an Engine or provider not answering, a
+	// credential missing).
+	SourceUnreadable ProblemCode = "source_unreadable"
+	// SourceTimeout: listing took longer than the source's list_timeout
+	// (a provider asking to wait, again and again).
+	SourceTimeout ProblemCode = "source_timeout"
+	// SourceEmpty: the source listed nothing while the ledger knows
+	// runtimes of it still present: a selector that matches nothing, a
+	// root emptied or unmounted.
+	SourceEmpty ProblemCode = "source_empty"
+	// SourceWarning: the source listed, but could not see everything (a
+	// home no matched container mounts).
+	SourceWarning ProblemCode = "source_warning"
+	// LegacyAmbiguous: a ledger record from before keys carried their
+	// source is listed by two sources; it is given to neither.
+	LegacyAmbiguous ProblemCode = "legacy_ambiguous"
+	// Unmeasured: a managed filesystem could not be measured.
+	Unmeasured ProblemCode = "unmeasured"
+	// SelectionFailed: the caches or dependencies of a runtime could not
+	// be selected.
+	SelectionFailed ProblemCode = "selection_failed"
+	// NoSources: nothing is configured to manage.
+	NoSources ProblemCode = "no_sources"
+)
+
+// Problem is something a pass could not look at. Every command that
+// observes prints its problems on standard error and in its JSON, and
+// exits 1 when there are any.
+type Problem struct {
+	Code ProblemCode `json:"code"`
+	// Source is the source's stable name and Label the source as its
+	// table was written (`[[worktrees]] repo = "/x"`), when the problem is
+	// a source's.
+	Source string `json:"source,omitempty"`
+	Label  string `json:"label,omitempty"`
+	// Backend and Runtime name the runtime, when it is one runtime's.
+	Backend string `json:"backend,omitempty"`
+	Runtime string `json:"runtime,omitempty"`
+	// Path is the filesystem, when it is one filesystem's.
+	Path string `json:"path,omitempty"`
+	// Message is the plain cause: "repository /x does not exist".
+	Message string `json:"message"`
+}
+
+// String is the problem as one line: its label (or runtime, or path) and
+// its cause.
+func (p Problem) String() string {
+	switch {
+	case p.Label != "" && p.Runtime != "":
+		return p.Label + ": " + p.Backend + "/" + p.Runtime + ": " + p.Message
+	case p.Label != "":
+		return p.Label + ": " + p.Message
+	case p.Runtime != "":
+		return p.Backend + "/" + p.Runtime + ": " + p.Message
+	case p.Path != "":
+		return p.Path + ": " + p.Message
+	}
+	return p.Message
 }
 
 // Plan is the dry run of one pass.
@@ -74,6 +161,9 @@ type Plan struct {
 	Scheduled []Notice  `json:"scheduled,omitempty"`
 	Canceled  []Notice  `json:"canceled,omitempty"`
 	Messages  []string  `json:"messages,omitempty"`
+	// Problems are what the pass could not look at; never omitted, so a
+	// script sees an empty list rather than nothing.
+	Problems []Problem `json:"problems"`
 	// Seen counts the runtimes the pass observed, by backend and state,
 	// so a plan with nothing to do still says what it looked at.
 	Seen map[string]map[string]int `json:"seen,omitempty"`
@@ -101,14 +191,49 @@ const (
 
 // Result is the outcome of one action.
 type Result struct {
-	Runtime    string       `json:"runtime"`
-	Backend    string       `json:"backend"`
-	Step       backend.Step `json:"step"`
-	Outcome    Outcome      `json:"outcome"`
-	Reason     string       `json:"reason,omitempty"`
-	FreedBytes int64        `json:"freed_bytes"`
-	ArchiveID  string       `json:"archive_id,omitempty"`
+	Runtime string       `json:"runtime"`
+	Backend string       `json:"backend"`
+	Source  string       `json:"source"`
+	Step    backend.Step `json:"step"`
+	Outcome Outcome      `json:"outcome"`
+	// Code says why an action was skipped or failed (ResultCode).
+	Code       ResultCode `json:"code,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	FreedBytes int64      `json:"freed_bytes"`
+	ArchiveID  string     `json:"archive_id,omitempty"`
+	// Kept is what the archive it wrote keeps, and NotKept what it does
+	// not (the rebuildable dependency folders, a container's home): what
+	// a removal prints.
+	Kept    []string `json:"kept,omitempty"`
+	NotKept []string `json:"not_kept,omitempty"`
 }
+
+// Key is the result's runtime key.
+func (r Result) Key() backend.Key {
+	return backend.Key{Source: r.Source, Backend: r.Backend, ID: r.Runtime}
+}
+
+// ResultCode names why an action was skipped, failed or left pending.
+type ResultCode string
+
+const (
+	// ChangedSincePlan: the re-check under the runtime's lock found a
+	// change (the reason says which).
+	ChangedSincePlan ResultCode = "changed_since_plan"
+	// LockedByAnother: another pass holds the runtime.
+	LockedByAnother ResultCode = "locked"
+	// BudgetMet: the disk budget was met by earlier actions.
+	BudgetMet ResultCode = "budget_met"
+	// Unsupported: the backend cannot take this step for this runtime
+	// (errors.ErrUnsupported); nothing was done.
+	Unsupported ResultCode = "unsupported"
+	// Protected: a removal would lose unsaved work that cannot be archived.
+	Protected ResultCode = "protected"
+	// Stopped: the apply stopped before reaching it.
+	Stopped ResultCode = "stopped"
+	// Error: anything else that failed.
+	Error ResultCode = "error"
+)
 
 // Applied is the result of applying a plan.
 type Applied struct {
@@ -116,6 +241,8 @@ type Applied struct {
 	Results    []Result `json:"results"`
 	FreedBytes int64    `json:"freed_bytes"`
 	Messages   []string `json:"messages,omitempty"`
+	// Problems are what the apply's own observation could not look at.
+	Problems []Problem `json:"problems"`
 }
 
 // Failed tells whether any action failed.
@@ -171,22 +298,57 @@ func Read(path string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
+	return Decode(data, path)
+}
+
+// Decode checks a plan as Write saved it (a file, or a body sent to the
+// API); name is for messages.
+func Decode(data []byte, path string) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("read plan %q: %w: %v", path, ErrInvalid, err)
 	}
+	if err := Check(&p, path); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Check rejects a plan that cannot be applied: no id, an action without a
+// runtime, backend, source or valid step, or a path that is not absolute
+// and clean.
+func Check(p *Plan, path string) error {
 	if p.ID == "" {
-		return nil, fmt.Errorf("read plan %q: %w: no plan_id", path, ErrInvalid)
+		return fmt.Errorf("read plan %q: %w: no plan_id", path, ErrInvalid)
 	}
 	for i, a := range p.Actions {
 		if a.Runtime == "" || a.Backend == "" || !a.Step.Valid() {
-			return nil, fmt.Errorf("read plan %q: %w: action %d has no runtime, backend or valid step", path, ErrInvalid, i)
+			return fmt.Errorf("read plan %q: %w: action %d has no runtime, backend or valid step", path, ErrInvalid, i)
+		}
+		if a.Source == "" {
+			return fmt.Errorf("read plan %q: %w: action %d names no source (a plan of an older version: make a new one)", path, ErrInvalid, i)
 		}
 		for _, p := range a.Paths {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-				return nil, fmt.Errorf("read plan %q: %w: action %d path %q is not absolute and clean", path, ErrInvalid, i, p)
+				return fmt.Errorf("read plan %q: %w: action %d path %q is not absolute and clean", path, ErrInvalid, i, p)
 			}
 		}
 	}
-	return &p, nil
+	return nil
+}
+
+// OneLine keeps a message to one line: a reason, a result, a table cell
+// (git's errors carry several lines, which would break every table).
+func OneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,41 +38,41 @@ func TestOrphans(t *testing.T) {
 		{"new orphan: announced, due grace after it became one",
 			cand("a", orphaned(ago(10*time.Minute), hour)),
 			Output{Schedule: []Notice{{key("a"), backend.StepDelete, ago(10 * time.Minute).Add(hour),
-				"orphan: no host has owned it since " + ago(10*time.Minute).Format(time.RFC3339)}}}},
+				"orphan: no host has owned it since " + ago(10*time.Minute).Format(time.RFC3339), RuleOrphan}}}},
 		{"old orphan: announced now, acted on at the next pass",
 			cand("a", orphaned(since, hour)),
-			Output{Schedule: []Notice{{key("a"), backend.StepDelete, now, reason}}}},
+			Output{Schedule: []Notice{{key("a"), backend.StepDelete, now, reason, RuleOrphan}}}},
 		{"announced, not yet due", cand("a", orphaned(ago(10*time.Minute), hour), scheduledDelete(ago(10*time.Minute), now.Add(50*time.Minute))), Output{}},
 		{"announced and due: deleted",
 			cand("a", orphaned(since, hour), scheduledDelete(ago(2*hour), ago(hour))),
 			Output{Actions: []Action{{Key: key("a"), Step: backend.StepDelete, Paths: []string{"/srv/runs/a"}, Bytes: 1000,
-				Reason: reason + "; announced " + ago(2*hour).Format(time.RFC3339), Filesystem: "fs1"}}}},
+				Reason: reason + "; announced " + ago(2*hour).Format(time.RFC3339), Filesystem: "fs1", Code: RuleOrphan}}}},
 		{"registered again: notice canceled",
 			cand("a", orphaned(time.Time{}, hour), func(c *Candidate) { c.Record.Owners = 1 }, scheduledDelete(ago(2*hour), ago(hour))),
-			Output{Cancel: []Notice{{key("a"), backend.StepDelete, ago(hour), "registered by a host"}}}},
+			Output{Cancel: []Notice{{key("a"), backend.StepDelete, ago(hour), "registered by a host", Registered}}}},
 		{"held: notice canceled",
 			cand("a", orphaned(since, hour), scheduledDelete(ago(2*hour), ago(hour)), func(c *Candidate) { c.Record.HeldBy = "host-1" }),
-			Output{Skipped: []Skip{{Key: key("a"), Reason: "held by host-1"}},
-				Cancel: []Notice{{key("a"), backend.StepDelete, ago(hour), "held by host-1"}}}},
+			Output{Skipped: []Skip{{Key: key("a"), Reason: "held by host-1", Code: Held}},
+				Cancel: []Notice{{key("a"), backend.StepDelete, ago(hour), "held by host-1", Held}}}},
 		{"running: not announced",
 			cand("a", orphaned(since, hour), state(backend.StateRunning)),
-			Output{Skipped: []Skip{{key("a"), backend.StepDelete, "running"}}}},
+			Output{Skipped: []Skip{{key("a"), backend.StepDelete, "running", Running}}}},
 		{"unsaved work and no export: kept",
 			cand("a", orphaned(since, hour), func(c *Candidate) { c.Runtime.Unsaved = "2 uncommitted files"; c.Can.Export = false }),
-			Output{Skipped: []Skip{{key("a"), backend.StepDelete, "unsaved work (2 uncommitted files) and no way to archive it"}}}},
+			Output{Skipped: []Skip{{key("a"), backend.StepDelete, "unsaved work (2 uncommitted files) and no way to archive it", UnsavedNoArchive}}}},
 		{"reported by its backend, any source: announced with the backend's reason",
 			cand("a", func(c *Candidate) {
 				c.Runtime.Orphan, c.Settings.Grace, c.Record.OrphanSince = "a container without a manifest", hour, since
 			}),
 			Output{Schedule: []Notice{{key("a"), backend.StepDelete, now,
-				"orphan: a container without a manifest (seen so since " + since.Format(time.RFC3339) + ")"}}}},
+				"orphan: a container without a manifest (seen so since " + since.Format(time.RFC3339) + ")", RuleOrphan}}}},
 		{"reported by its backend but registered by a host: left alone",
 			cand("a", func(c *Candidate) { c.Runtime.Orphan, c.Record.Owners = "no manifest", 1 }), Output{}},
 		{"an archive notice in force: withdrawn first",
 			cand("a", orphaned(since, hour), func(c *Candidate) {
 				c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepArchive, ago(hour), now.Add(hour)
 			}),
-			Output{Cancel: []Notice{{key("a"), backend.StepArchive, now.Add(hour), "an orphan now: deleted instead"}}}},
+			Output{Cancel: []Notice{{key("a"), backend.StepArchive, now.Add(hour), "an orphan now: deleted instead", OrphanInstead}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +104,7 @@ func TestPropertyOrphanSweep(t *testing.T) {
 		}
 		out := Decide(in)
 		for _, a := range out.Actions {
-			if !strings.HasPrefix(a.Reason, OrphanReason) {
+			if a.Code != RuleOrphan {
 				continue
 			}
 			c := candidateOf(in, a.Key)

@@ -3,8 +3,9 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -23,6 +24,34 @@ type Settings struct {
 	// RegisteredOnly: a runtime no host registered (or whose last owning
 	// conversation let go) is an orphan, deleted Grace after it became one.
 	RegisteredOnly bool
+}
+
+// NeedsActivity tells whether the policies of s read a runtime's activity
+// (or, the lifetime cap, when it started, which a container's light
+// listing does not tell): only then does a pass observe every runtime of
+// the source fully. A policy that reads activity adds itself here.
+func (s Settings) NeedsActivity() bool {
+	return s.Retention > 0 || s.IdleSuspend > 0 || s.DiskHigh > 0 || s.MaxLifetime > 0
+}
+
+// CapLease is the lease rule, the same for every edge: a lease keeps a
+// runtime until until, but never past its lifetime cap (max_lifetime from
+// born: its creation, or its first sighting when the backend does not
+// tell). It returns the lease to record and whether it was shortened; ok
+// is false when the runtime is past its cap already, and no lease can
+// keep it.
+func CapLease(s Settings, born, until, now time.Time) (lease time.Time, capped, ok bool) {
+	if s.MaxLifetime <= 0 || born.IsZero() {
+		return until, false, true
+	}
+	limit := born.Add(s.MaxLifetime)
+	if !until.After(limit) {
+		return until, false, true
+	}
+	if !limit.After(now) {
+		return time.Time{}, false, false
+	}
+	return limit, true, true
 }
 
 // Record is what the ledger knows of a runtime.
@@ -114,6 +143,8 @@ type Action struct {
 	Reason string
 	// Filesystem the freed bytes return to, for the disk budget.
 	Filesystem string
+	// Code is the rule that proposed it (RuleCaches, RuleRetention, ...).
+	Code Code
 }
 
 // Skip is a runtime a policy wanted to act on but may not.
@@ -121,14 +152,25 @@ type Skip struct {
 	Key    backend.Key
 	Step   backend.Step
 	Reason string
+	Code   Code
 }
 
-// Notice schedules (or cancels) a destructive step.
+// Notice schedules (or cancels) a destructive step. Code is the rule of a
+// schedule, or why a notice is canceled.
 type Notice struct {
 	Key    backend.Key
 	Step   backend.Step
 	Due    time.Time
 	Reason string
+	Code   Code
+}
+
+func skip(k backend.Key, step backend.Step, r Reason) Skip {
+	return Skip{Key: k, Step: step, Reason: r.Text, Code: r.Code}
+}
+
+func notice(k backend.Key, step backend.Step, due time.Time, r Reason) Notice {
+	return Notice{Key: k, Step: step, Due: due, Reason: r.Text, Code: r.Code}
 }
 
 // Output is the decision of one pass.
@@ -156,10 +198,10 @@ func Decide(in Input) Output {
 
 		// Caches.
 		if wants(in, backend.StepCaches) && c.Can.Files && len(c.Caches) > 0 {
-			if why != "" {
-				out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepCaches, why})
+			if !why.IsZero() {
+				out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepCaches, why))
 			} else {
-				a := filesAction(c, backend.StepCaches, c.Caches, "caches of a stopped runtime")
+				a := filesAction(c, backend.StepCaches, c.Caches, because(RuleCaches, "caches of a stopped runtime"))
 				out.Actions = append(out.Actions, a)
 				freed[c.Filesystem] += uint64(a.Bytes)
 			}
@@ -167,13 +209,15 @@ func Decide(in Input) Output {
 
 		// Idle suspend and lifetime cap.
 		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
-			if reason := suspendReason(c, in.Now); reason != "" {
+			if reason := suspendReason(c, in.Now); !reason.IsZero() {
 				if c.Record.Pinned || c.Runtime.Pinned != "" {
-					out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepSuspend, pinReason(c)})
-				} else if strings.HasPrefix(reason, "idle") && why != "" && !strings.HasPrefix(why, "running") && !strings.HasPrefix(why, "starting") {
-					out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepSuspend, why})
+					out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepSuspend, pinReason(c)))
+				} else if reason.Code == RuleIdle && !why.IsZero() && why.Code != Running && why.Code != Starting {
+					// Idleness is no reason to stop what is leased, held or
+					// busy; the lifetime cap, a hard cap, is.
+					out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepSuspend, why))
 				} else {
-					out.Actions = append(out.Actions, Action{Key: c.Runtime.Key, Step: backend.StepSuspend, Reason: reason})
+					out.Actions = append(out.Actions, Action{Key: c.Runtime.Key, Step: backend.StepSuspend, Reason: reason.Text, Code: reason.Code})
 					acted[c.Runtime.Key] = true
 				}
 			}
@@ -195,8 +239,8 @@ func Decide(in Input) Output {
 		if !wants(in, r.Step) || (len(in.Only) > 0 && !slices.Contains(in.Only, r.Key)) {
 			continue // outside this pass
 		}
-		if why := request(&out, cands, r, in.Now, acted); why != "" {
-			out.Skipped = append(out.Skipped, Skip{r.Key, r.Step, why})
+		if why := request(&out, cands, r, in.Now, acted); !why.IsZero() {
+			out.Skipped = append(out.Skipped, skip(r.Key, r.Step, why))
 		}
 	}
 
@@ -224,40 +268,41 @@ func reportProtected(out *Output, in Input, cands []Candidate, acted map[backend
 		if reported[k] || acted[k] || !c.Runtime.State.Present() {
 			continue
 		}
-		if why := protection(c, in.Now); why != "" && why != "running" && why != "starting" {
-			out.Skipped = append(out.Skipped, Skip{Key: k, Reason: why})
+		if why := protection(c, in.Now); !why.IsZero() && why.Code != Running && why.Code != Starting {
+			out.Skipped = append(out.Skipped, skip(k, "", why))
 		}
 	}
 }
 
 // request turns one explicit request into an action, or says why not.
-func request(out *Output, cands []Candidate, r Request, now time.Time, acted map[backend.Key]bool) string {
+func request(out *Output, cands []Candidate, r Request, now time.Time, acted map[backend.Key]bool) Reason {
 	if !r.Step.Valid() {
-		return fmt.Sprintf("unknown step %q", r.Step)
+		return because(UnknownStep, fmt.Sprintf("unknown step %q", r.Step))
 	}
 	c := find(cands, r.Key)
 	switch {
 	case c == nil:
-		return "not found"
+		return because(NotFound, "not found")
 	case !c.Runtime.State.Present():
-		return "already " + string(c.Runtime.State)
+		return because(AlreadyGone, "already "+string(c.Runtime.State))
 	case acted[r.Key]:
-		return "another step was already planned for it in this pass"
+		return because(AlreadyPlanned, "another step was already planned for it in this pass")
 	}
-	if why := protection(c, now); why != "" {
+	if why := protection(c, now); !why.IsZero() {
 		return why
 	}
-	a := Action{Key: r.Key, Step: r.Step, Reason: "requested", Filesystem: c.Filesystem}
+	requested := because(RuleRequest, "requested")
+	a := Action{Key: r.Key, Step: r.Step, Reason: requested.Text, Code: requested.Code, Filesystem: c.Filesystem}
 	switch r.Step {
 	case backend.StepArchive, backend.StepDelete:
-		if why := cannotRemove(c); why != "" {
+		if why := cannotRemove(c); !why.IsZero() {
 			return why
 		}
 		a.Paths, a.Bytes = runtimePaths(c), max(c.SizeBytes, 0)
 		acted[r.Key] = true
 	case backend.StepSuspend:
 		if !c.Can.Suspend {
-			return "its backend cannot suspend it"
+			return because(CannotSuspend, "its backend cannot suspend it")
 		}
 		acted[r.Key] = true
 	case backend.StepCaches, backend.StepDependencies:
@@ -268,19 +313,19 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		}
 		switch {
 		case !c.Can.Files:
-			return "its backend cannot reclaim files"
+			return because(CannotReclaim, "its backend cannot reclaim files")
 		case len(files) == 0:
-			return "nothing to reclaim"
+			return because(NothingToReclaim, "nothing to reclaim")
 		}
 		for _, x := range out.Actions {
 			if x.Key == r.Key && x.Step == r.Step {
-				return "" // the policy already proposed it
+				return Reason{} // the policy already proposed it
 			}
 		}
-		a = filesAction(c, r.Step, files, "requested")
+		a = filesAction(c, r.Step, files, requested)
 	}
 	out.Actions = append(out.Actions, a)
-	return ""
+	return Reason{}
 }
 
 // filter returns the candidates of the pass in key order. Decide only
@@ -315,47 +360,51 @@ func find(cands []Candidate, k backend.Key) *Candidate {
 	return nil
 }
 
-func pinReason(c *Candidate) string {
+func pinReason(c *Candidate) Reason {
 	if c.Record.Pinned {
 		if c.Record.PinReason != "" {
-			return "pinned: " + c.Record.PinReason
+			return because(Pinned, "pinned: "+c.Record.PinReason)
 		}
-		return "pinned"
+		return because(Pinned, "pinned")
 	}
-	return "pinned: " + c.Runtime.Pinned
+	return because(Pinned, "pinned: "+c.Runtime.Pinned)
 }
 
-// protection says why no step may touch c now; "" when it may.
-func protection(c *Candidate, now time.Time) string {
+// Protection says why no step may touch c now; zero when it may. The
+// lifetime cap aside, every policy leaves a protected runtime alone, and
+// apply re-checks the same protections under the runtime's lock.
+func Protection(c *Candidate, now time.Time) Reason { return protection(c, now) }
+
+func protection(c *Candidate, now time.Time) Reason {
 	switch {
 	case c.Record.Pinned || c.Runtime.Pinned != "":
 		return pinReason(c)
 	case c.Record.LeaseUntil.After(now):
-		return "leased until " + c.Record.LeaseUntil.UTC().Format(time.RFC3339)
+		return because(Leased, "leased until "+c.Record.LeaseUntil.UTC().Format(time.RFC3339))
 	case c.Record.HeldBy != "":
-		return "held by " + c.Record.HeldBy
+		return because(Held, "held by "+c.Record.HeldBy)
 	case c.Runtime.Busy != "":
-		return "busy: " + c.Runtime.Busy
+		return because(Busy, "busy: "+c.Runtime.Busy)
 	case c.Runtime.State == backend.StateRunning:
-		return "running"
+		return because(Running, "running")
 	case c.Runtime.State == backend.StateStarting:
-		return "starting"
+		return because(Starting, "starting")
 	case c.Runtime.State == backend.StateUnknown || c.Runtime.State == "":
 		// It may be running behind a failed inspection.
-		return "state unknown"
+		return because(StateUnknown, "state unknown")
 	}
-	return ""
+	return Reason{}
 }
 
-func suspendReason(c *Candidate, now time.Time) string {
+func suspendReason(c *Candidate, now time.Time) Reason {
 	s := c.Settings
 	if s.MaxLifetime > 0 && !c.Runtime.CreatedAt.IsZero() && now.Sub(c.Runtime.CreatedAt) > s.MaxLifetime {
-		return fmt.Sprintf("running %s, over the lifetime cap of %s", human(now.Sub(c.Runtime.CreatedAt)), human(s.MaxLifetime))
+		return because(RuleLifetime, fmt.Sprintf("running %s, over the lifetime cap of %s", human(now.Sub(c.Runtime.CreatedAt)), human(s.MaxLifetime)))
 	}
 	if last := c.LastActive(); s.IdleSuspend > 0 && !last.IsZero() && now.Sub(last) > s.IdleSuspend {
-		return fmt.Sprintf("idle %s, over idle_suspend %s", human(now.Sub(last)), human(s.IdleSuspend))
+		return because(RuleIdle, fmt.Sprintf("idle %s, over idle_suspend %s", human(now.Sub(last)), human(s.IdleSuspend)))
 	}
-	return ""
+	return Reason{}
 }
 
 func effectiveRetention(c *Candidate) time.Duration {
@@ -367,7 +416,7 @@ func effectiveRetention(c *Candidate) time.Duration {
 
 // retention announces, cancels or carries out the archive of an inactive
 // runtime.
-func retention(out *Output, c *Candidate, now time.Time, why string, acted map[backend.Key]bool) {
+func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) {
 	k := c.Runtime.Key
 	ret := effectiveRetention(c)
 	last := c.LastActive()
@@ -376,46 +425,42 @@ func retention(out *Output, c *Candidate, now time.Time, why string, acted map[b
 
 	if scheduled {
 		switch {
-		case why != "" && !strings.HasPrefix(why, "busy"):
+		case !why.IsZero() && why.Code != Busy:
 			// A pin, lease, hold or a start cancels the notice.
-			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, why})
+			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, why))
 			return
 		case last.After(c.Record.ScheduledAt):
-			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, "active again since the notice"})
+			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(ActiveAgain, "active again since the notice")))
 			return
 		case !inactive:
-			out.Cancel = append(out.Cancel, Notice{k, backend.StepArchive, c.Record.ScheduledDue, "no longer over its retention"})
+			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(TooRecent, "no longer over its retention")))
 			return
 		}
 	}
 	if !inactive {
 		return
 	}
-	reason := fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret))
-	if why != "" {
-		out.Skipped = append(out.Skipped, Skip{k, backend.StepArchive, why})
+	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
+	if !why.IsZero() {
+		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
 		return
 	}
-	if why := cannotRemove(c); why != "" {
-		out.Skipped = append(out.Skipped, Skip{k, backend.StepArchive, why})
+	if why := cannotRemove(c); !why.IsZero() {
+		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
 		return
 	}
 	if !scheduled {
-		out.Schedule = append(out.Schedule, Notice{k, backend.StepArchive, now.Add(c.Settings.Grace), reason})
+		out.Schedule = append(out.Schedule, notice(k, backend.StepArchive, now.Add(c.Settings.Grace), reason))
 		return
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
 		return // announced, not yet due
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
-		Bytes: max(c.SizeBytes, 0), Reason: reason + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem})
+		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem, Code: RuleRetention})
 	acted[k] = true
 }
-
-// OrphanReason starts the reason of every orphan deletion; apply checks,
-// under the runtime's lock, that it is still an orphan.
-const OrphanReason = "orphan"
 
 // IsOrphan tells whether c is an orphan: of a registered_only source, or
 // one its backend reports as owned by nothing (Runtime.Orphan); a host's
@@ -429,7 +474,7 @@ func sweepsOrphans(c *Candidate) bool { return c.Settings.RegisteredOnly || c.Ru
 
 // orphan announces, cancels or carries out the deletion of an orphan, and
 // reports whether it decided about c (retention then leaves c alone).
-func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[backend.Key]bool) bool {
+func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) bool {
 	if !sweepsOrphans(c) {
 		return false
 	}
@@ -437,31 +482,31 @@ func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[back
 	scheduled := c.Record.Scheduled == backend.StepDelete
 	if !IsOrphan(c) {
 		if scheduled {
-			out.Cancel = append(out.Cancel, Notice{k, backend.StepDelete, c.Record.ScheduledDue, "registered by a host"})
+			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, because(Registered, "registered by a host")))
 		}
 		return false
 	}
-	reason := fmt.Sprintf("%s: no host has owned it since %s", OrphanReason, c.Record.OrphanSince.UTC().Format(time.RFC3339))
+	reason := because(RuleOrphan, fmt.Sprintf("orphan: no host has owned it since %s", c.Record.OrphanSince.UTC().Format(time.RFC3339)))
 	if c.Runtime.Orphan != "" {
-		reason = fmt.Sprintf("%s: %s (seen so since %s)", OrphanReason, c.Runtime.Orphan, c.Record.OrphanSince.UTC().Format(time.RFC3339))
+		reason.Text = fmt.Sprintf("orphan: %s (seen so since %s)", c.Runtime.Orphan, c.Record.OrphanSince.UTC().Format(time.RFC3339))
 	}
-	if why != "" {
-		if scheduled && !strings.HasPrefix(why, "busy") {
+	if !why.IsZero() {
+		if scheduled && why.Code != Busy {
 			// A pin, lease, hold or a start cancels the notice.
-			out.Cancel = append(out.Cancel, Notice{k, backend.StepDelete, c.Record.ScheduledDue, why})
+			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, why))
 		} else if !scheduled {
-			out.Skipped = append(out.Skipped, Skip{k, backend.StepDelete, why})
+			out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
 		}
 		return true
 	}
-	if why := cannotRemove(c); why != "" {
-		out.Skipped = append(out.Skipped, Skip{k, backend.StepDelete, why})
+	if why := cannotRemove(c); !why.IsZero() {
+		out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
 		return true
 	}
 	if c.Record.Scheduled != "" && !scheduled {
 		// Another notice (an archive) is in force: withdraw it; the
 		// orphan's own notice follows at the next pass.
-		out.Cancel = append(out.Cancel, Notice{k, c.Record.Scheduled, c.Record.ScheduledDue, "an orphan now: deleted instead"})
+		out.Cancel = append(out.Cancel, notice(k, c.Record.Scheduled, c.Record.ScheduledDue, because(OrphanInstead, "an orphan now: deleted instead")))
 		return true
 	}
 	if !scheduled {
@@ -471,15 +516,15 @@ func orphan(out *Output, c *Candidate, now time.Time, why string, acted map[back
 		if due.Before(now) {
 			due = now
 		}
-		out.Schedule = append(out.Schedule, Notice{k, backend.StepDelete, due, reason})
+		out.Schedule = append(out.Schedule, notice(k, backend.StepDelete, due, reason))
 		return true
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Before(c.Record.OrphanSince.Add(c.Settings.Grace)) {
 		return true // announced, not yet due
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepDelete, Paths: runtimePaths(c),
-		Bytes: max(c.SizeBytes, 0), Reason: reason + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem})
+		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem, Code: RuleOrphan})
 	acted[k] = true
 	return true
 }
@@ -491,24 +536,24 @@ func reportKept(out *Output, c *Candidate) {
 		if f.Kept == "" {
 			continue
 		}
-		sk := Skip{c.Runtime.Key, backend.StepDependencies, "kept " + f.Path + ": " + f.Kept}
+		sk := skip(c.Runtime.Key, backend.StepDependencies, because(KeptFolder, "kept "+f.Path+": "+f.Kept))
 		if !slices.Contains(out.Skipped, sk) {
 			out.Skipped = append(out.Skipped, sk)
 		}
 	}
 }
 
-// cannotRemove says why c cannot be removed safely; "" when it can.
-func cannotRemove(c *Candidate) string {
+// cannotRemove says why c cannot be removed safely; zero when it can.
+func cannotRemove(c *Candidate) Reason {
 	switch {
 	case !c.Can.Delete:
-		return "its backend cannot remove it"
+		return because(CannotRemove, "its backend cannot remove it")
 	case c.Runtime.Unsaved != "" && !c.Can.Export:
-		return "unsaved work (" + c.Runtime.Unsaved + ") and no way to archive it"
+		return because(UnsavedNoArchive, "unsaved work ("+c.Runtime.Unsaved+") and no way to archive it")
 	case c.Runtime.Unarchivable != "":
-		return "it holds what cannot be archived and restored exactly: " + c.Runtime.Unarchivable
+		return because(Unarchivable, "it holds what cannot be archived and restored exactly: "+c.Runtime.Unarchivable)
 	}
-	return ""
+	return Reason{}
 }
 
 func runtimePaths(c *Candidate) []string {
@@ -518,8 +563,8 @@ func runtimePaths(c *Candidate) []string {
 	return nil
 }
 
-func filesAction(c *Candidate, step backend.Step, files []backend.File, reason string) Action {
-	a := Action{Key: c.Runtime.Key, Step: step, Reason: reason, Filesystem: c.Filesystem}
+func filesAction(c *Candidate, step backend.Step, files []backend.File, reason Reason) Action {
+	a := Action{Key: c.Runtime.Key, Step: step, Reason: reason.Text, Code: reason.Code, Filesystem: c.Filesystem}
 	for _, f := range files {
 		a.Paths = append(a.Paths, f.Path)
 		a.Bytes += max(f.Bytes, 0)
@@ -548,8 +593,8 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if len(backend.Shed(c.Dependencies)) == 0 {
 				continue
 			}
-			if why := protection(c, in.Now); why != "" {
-				out.Skipped = append(out.Skipped, Skip{c.Runtime.Key, backend.StepDependencies, why})
+			if why := protection(c, in.Now); !why.IsZero() {
+				out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepDependencies, why))
 				continue
 			}
 			pool = append(pool, c)
@@ -562,15 +607,15 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 			if fraction(used, avail) <= fs.Low {
 				break
 			}
-			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies),
-				fmt.Sprintf("%s is %.1f%% full, over disk_high %.0f%%; least recently active first", fs.Path, fs.Fraction*100, fs.High*100))
+			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies), because(RuleBudget,
+				fmt.Sprintf("%s is %.1f%% full, over disk_high %s; least recently active first", fs.Path, fs.Fraction*100, Percent(fs.High))))
 			out.Actions = append(out.Actions, a)
 			give := min(uint64(a.Bytes), used)
 			used, avail = used-give, avail+give
 		}
 		if fraction(used, avail) > fs.Low {
-			out.Messages = append(out.Messages, fmt.Sprintf("disk budget: %s would still be %.1f%% full (disk_low %.0f%%): nothing more to shed",
-				fs.Path, fraction(used, avail)*100, fs.Low*100))
+			out.Messages = append(out.Messages, fmt.Sprintf("disk budget: %s would still be %.1f%% full (disk_low %s): nothing more to shed",
+				fs.Path, fraction(used, avail)*100, Percent(fs.Low)))
 		}
 	}
 }
@@ -593,4 +638,9 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	}
 	return d.Round(time.Second).String()
+}
+
+// Percent is a watermark in words: 0.85 is "85%", 0.005 "0.5%".
+func Percent(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + "%"
 }

@@ -222,13 +222,13 @@ func TestDiskBudget(t *testing.T) {
 			want: Output{
 				Actions: []Action{depsAction("b", 7, over), depsAction("a", 4, over)},
 				Skipped: []Skip{
-					{key("c"), backend.StepDependencies, "leased until 2025-06-01T13:00:00Z"},
-					{key("d"), backend.StepDependencies, "pinned"},
-					{key("e"), backend.StepDependencies, "busy: pid 7"},
-					{key("f"), backend.StepDependencies, "held by ci"},
-					{key("g"), backend.StepDependencies, "running"},
-					{key("h"), backend.StepDependencies, "starting"},
-					{key("i"), backend.StepDependencies, "pinned: git worktree lock"},
+					{key("c"), backend.StepDependencies, "leased until 2025-06-01T13:00:00Z", ""},
+					{key("d"), backend.StepDependencies, "pinned", ""},
+					{key("e"), backend.StepDependencies, "busy: pid 7", ""},
+					{key("f"), backend.StepDependencies, "held by ci", ""},
+					{key("g"), backend.StepDependencies, "running", ""},
+					{key("h"), backend.StepDependencies, "starting", ""},
+					{key("i"), backend.StepDependencies, "pinned: git worktree lock", ""},
 				}}},
 		{name: "a lease in the past does not protect", in: Input{Candidates: []Candidate{
 			protected("c", 3, func(c *Candidate) { c.Record.LeaseUntil = ago(hour) })}, Filesystems: fs90},
@@ -240,7 +240,7 @@ func TestDiskBudget(t *testing.T) {
 				Messages: []string{"disk budget: /srv/fs1 would still be 82.0% full (disk_low 80%): nothing more to shed"}}},
 		{name: "nothing to shed: one message", in: Input{Candidates: []Candidate{
 			protected("d", 4, func(c *Candidate) { c.Record.Pinned = true })}, Filesystems: fs90},
-			want: Output{Skipped: []Skip{{key("d"), backend.StepDependencies, "pinned"}},
+			want: Output{Skipped: []Skip{{key("d"), backend.StepDependencies, "pinned", ""}},
 				Messages: []string{"/srv/fs1 would still be 90.0% full (disk_low 80%)"}}},
 		{name: "no candidates: one message", in: Input{Filesystems: fs90},
 			want: Output{Messages: []string{"/srv/fs1 would still be 90.0% full"}}},
@@ -303,7 +303,7 @@ func TestDiskBudget(t *testing.T) {
 			cand("d", deps(10), lastActive(ago(10*day)), func(c *Candidate) { c.Settings.Retention, c.Settings.Grace = 7*day, 2*day })},
 			Filesystems: fs90},
 			want: Output{Actions: []Action{depsAction("d", 10, over)},
-				Schedule: []Notice{{key("d"), backend.StepArchive, now.Add(2 * day), "inactive 10d"}}}},
+				Schedule: []Notice{{key("d"), backend.StepArchive, now.Add(2 * day), "inactive 10d", ""}}}},
 	})
 }
 
@@ -322,20 +322,20 @@ func TestRetention(t *testing.T) {
 	one := func(mods ...func(*Candidate)) Input {
 		return Input{Candidates: []Candidate{cand("a", append([]func(*Candidate){ret}, mods...)...)}}
 	}
-	announced := Output{Schedule: []Notice{{key("a"), backend.StepArchive, now.Add(2 * day), "inactive 10d, over the retention of 7d"}}}
+	announced := Output{Schedule: []Notice{{key("a"), backend.StepArchive, now.Add(2 * day), "inactive 10d, over the retention of 7d", ""}}}
 	archived := Output{Actions: []Action{{Key: key("a"), Step: backend.StepArchive, Paths: []string{"/srv/runs/a"}, Bytes: 1000,
 		Reason: "inactive 10d, over the retention of 7d; announced 2025-05-29T12:00:00Z", Filesystem: "fs1"}}}
 	cancelled := func(reason string) Output {
-		return Output{Cancel: []Notice{{key("a"), backend.StepArchive, ago(day), reason}}}
+		return Output{Cancel: []Notice{{key("a"), backend.StepArchive, ago(day), reason, ""}}}
 	}
 	skipped := func(reason string) Output {
-		return Output{Skipped: []Skip{{key("a"), backend.StepArchive, reason}}}
+		return Output{Skipped: []Skip{{key("a"), backend.StepArchive, reason, ""}}}
 	}
 	// A protection that cancels a notice is also reported once for the
 	// runtime as a whole (a Skip with no step).
 	cancelledProtected := func(reason string) Output {
 		out := cancelled(reason)
-		out.Skipped = []Skip{{key("a"), "", reason}}
+		out.Skipped = []Skip{{key("a"), "", reason, ""}}
 		return out
 	}
 	runCases(t, []decideCase{
@@ -347,7 +347,7 @@ func TestRetention(t *testing.T) {
 		{name: "no activity known", in: one(lastActive(time.Time{}))},
 		{name: "retention off", in: one(func(c *Candidate) { c.Settings.Retention = 0 })},
 		{name: "grace 0 is due at once", in: one(func(c *Candidate) { c.Settings.Grace = 0 }),
-			want: Output{Schedule: []Notice{{key("a"), backend.StepArchive, now, "inactive 10d"}}}},
+			want: Output{Schedule: []Notice{{key("a"), backend.StepArchive, now, "inactive 10d", ""}}}},
 		{name: "announced and due", in: one(due), want: archived},
 		{name: "remote runtime without path or size", in: one(due, onFS(""), func(c *Candidate) {
 			c.Runtime.Path, c.SizeBytes = "", -1
@@ -377,8 +377,8 @@ func TestRetention(t *testing.T) {
 		{name: "start cancels", in: one(due, state(backend.StateStarting)), want: cancelled("starting")},
 		{name: "running cancels", in: one(due, state(backend.StateRunning)), want: cancelled("running")},
 		{name: "pin cancels a notice not yet due", in: one(sched(ago(day), now.Add(day)), func(c *Candidate) { c.Record.Pinned = true }),
-			want: Output{Cancel: []Notice{{key("a"), backend.StepArchive, now.Add(day), "pinned"}},
-				Skipped: []Skip{{key("a"), "", "pinned"}}}},
+			want: Output{Cancel: []Notice{{key("a"), backend.StepArchive, now.Add(day), "pinned", ""}},
+				Skipped: []Skip{{key("a"), "", "pinned", ""}}}},
 		{name: "past lease does not cancel", in: one(due, func(c *Candidate) { c.Record.LeaseUntil = ago(hour) }), want: archived},
 		{name: "busy while due: skipped, notice kept", in: one(due, func(c *Candidate) { c.Runtime.Busy = "pid 7" }),
 			want: skipped("busy: pid 7")},
@@ -410,7 +410,7 @@ func TestRetention(t *testing.T) {
 		{name: "two runtimes in key order", in: Input{Candidates: []Candidate{cand("b", ret), cand("a", ret, due)}},
 			want: Output{
 				Actions:  archived.Actions,
-				Schedule: []Notice{{key("b"), backend.StepArchive, now.Add(2 * day), "inactive 10d"}}}},
+				Schedule: []Notice{{key("b"), backend.StepArchive, now.Add(2 * day), "inactive 10d", ""}}}},
 	})
 }
 
@@ -431,7 +431,7 @@ func TestSuspend(t *testing.T) {
 		return Output{Actions: []Action{{Key: key("a"), Step: backend.StepSuspend, Reason: reason}}}
 	}
 	skipped := func(reason string) Output {
-		return Output{Skipped: []Skip{{key("a"), backend.StepSuspend, reason}}}
+		return Output{Skipped: []Skip{{key("a"), backend.StepSuspend, reason, ""}}}
 	}
 	runCases(t, []decideCase{
 		{name: "idle running", in: one(idle), want: suspended("idle 3h, over idle_suspend 60m")},
@@ -494,7 +494,7 @@ func TestLifetimeCapOverridesLeaseHoldAndBusy(t *testing.T) {
 		{name: "busy", in: Input{Candidates: []Candidate{cand("a", capped, func(c *Candidate) { c.Runtime.Busy = "pid 7" })}},
 			want: suspended},
 		{name: "pinned", in: Input{Candidates: []Candidate{cand("a", capped, func(c *Candidate) { c.Record.Pinned = true })}},
-			want: Output{Skipped: []Skip{{key("a"), backend.StepSuspend, "pinned"}}}},
+			want: Output{Skipped: []Skip{{key("a"), backend.StepSuspend, "pinned", ""}}}},
 	})
 }
 
@@ -504,7 +504,7 @@ func TestRequests(t *testing.T) {
 	deleted := Output{Actions: []Action{{Key: key("a"), Step: backend.StepDelete, Paths: []string{"/srv/runs/a"}, Bytes: 1000,
 		Reason: "requested", Filesystem: "fs1"}}}
 	skipped := func(reason string) Output {
-		return Output{Skipped: []Skip{{key("a"), backend.StepDelete, reason}}}
+		return Output{Skipped: []Skip{{key("a"), backend.StepDelete, reason, ""}}}
 	}
 	runCases(t, []decideCase{
 		{name: "delete, no notice", in: Input{Candidates: one(), Requests: del("a")}, want: deleted},
@@ -530,9 +530,9 @@ func TestRequests(t *testing.T) {
 		{name: "running", in: Input{Candidates: one(state(backend.StateRunning)), Requests: del("a")}, want: skipped("running")},
 		{name: "starting", in: Input{Candidates: one(state(backend.StateStarting)), Requests: del("a")}, want: skipped("starting")},
 		{name: "unknown key", in: Input{Candidates: one(), Requests: del("nope")},
-			want: Output{Skipped: []Skip{{key("nope"), backend.StepDelete, "not found"}}}},
+			want: Output{Skipped: []Skip{{key("nope"), backend.StepDelete, "not found", ""}}}},
 		{name: "unknown backend", in: Input{Candidates: one(), Requests: []Request{{Key: backend.Key{Backend: "docker", ID: "a"}, Step: backend.StepDelete}}},
-			want: Output{Skipped: []Skip{{backend.Key{Backend: "docker", ID: "a"}, backend.StepDelete, "not found"}}}},
+			want: Output{Skipped: []Skip{{backend.Key{Backend: "docker", ID: "a"}, backend.StepDelete, "not found", ""}}}},
 		{name: "unsaved work without export", in: Input{Candidates: one(func(c *Candidate) {
 			c.Runtime.Unsaved, c.Can.Export = "3 uncommitted files", false
 		}), Requests: del("a")}, want: skipped("unsaved work (3 uncommitted files) and no way to archive it")},
@@ -541,14 +541,14 @@ func TestRequests(t *testing.T) {
 		{name: "without delete", in: Input{Candidates: one(func(c *Candidate) { c.Can.Delete = false }), Requests: del("a")},
 			want: skipped("its backend cannot remove it")},
 		{name: "twice: one action, the second reported", in: Input{Candidates: one(), Requests: append(del("a"), del("a")...)},
-			want: Output{Actions: deleted.Actions, Skipped: []Skip{{key("a"), backend.StepDelete, "another step was already planned"}}}},
+			want: Output{Actions: deleted.Actions, Skipped: []Skip{{key("a"), backend.StepDelete, "another step was already planned", ""}}}},
 		{name: "archived by retention in the same pass: no second destructive action", in: Input{Candidates: one(
 			lastActive(ago(10*day)), func(c *Candidate) {
 				c.Settings.Retention, c.Settings.Grace = 7*day, 2*day
 				c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepArchive, ago(3*day), ago(day)
 			}), Requests: del("a")},
 			want: Output{Actions: []Action{{Key: key("a"), Step: backend.StepArchive, Paths: []string{"/srv/runs/a"}, Bytes: 1000,
-				Reason: "announced", Filesystem: "fs1"}}, Skipped: []Skip{{key("a"), backend.StepDelete, "another step was already planned"}}}},
+				Reason: "announced", Filesystem: "fs1"}}, Skipped: []Skip{{key("a"), backend.StepDelete, "another step was already planned", ""}}}},
 		{name: "in request order", in: Input{Candidates: []Candidate{cand("a"), cand("b")}, Requests: append(del("b"), del("a")...)},
 			want: Output{Actions: []Action{
 				{Key: key("b"), Step: backend.StepDelete, Paths: []string{"/srv/runs/b"}, Bytes: 1000, Reason: "requested", Filesystem: "fs1"},
@@ -681,7 +681,7 @@ func TestFilters(t *testing.T) {
 		{name: "archive only, announcing", in: Input{Candidates: []Candidate{cand("b", lastActive(ago(20*day)), func(c *Candidate) {
 			c.Settings.Retention, c.Settings.Grace = 7*day, 2*day
 		}), cand("c", caches(backend.File{Path: "/c", Bytes: 1}))}, Steps: []backend.Step{backend.StepArchive}},
-			want: Output{Schedule: []Notice{{key("b"), backend.StepArchive, now.Add(2 * day), "inactive 20d"}}}},
+			want: Output{Schedule: []Notice{{key("b"), backend.StepArchive, now.Add(2 * day), "inactive 20d", ""}}}},
 		{name: "not archive: no notices", in: Input{Candidates: []Candidate{cand("b", lastActive(ago(20*day)), func(c *Candidate) {
 			c.Settings.Retention, c.Settings.Grace = 7*day, 2*day
 		}), cand("c", lastActive(ago(20*day)), func(c *Candidate) {
@@ -689,7 +689,7 @@ func TestFilters(t *testing.T) {
 			c.Record.Pinned = true
 			c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepArchive, ago(3*day), ago(day)
 		})}, Steps: []backend.Step{backend.StepCaches, backend.StepSuspend, backend.StepDependencies, backend.StepDelete}},
-			want: Output{Skipped: []Skip{{key("c"), "", "pinned"}}}},
+			want: Output{Skipped: []Skip{{key("c"), "", "pinned", ""}}}},
 		{name: "caches and dependencies", in: Input{Candidates: all(), Filesystems: []Filesystem{fsys("fs1", 95, 5, .85, .80)},
 			Steps: []backend.Step{backend.StepDependencies, backend.StepCaches}},
 			// caches: 85; b: 80.
@@ -748,9 +748,37 @@ func TestEverythingAtOnce(t *testing.T) {
 			depsAction("old-run", 30, over),
 		},
 		Skipped: []Skip{
-			{key("ghost"), backend.StepDelete, "not found"},
-			{key("locked"), backend.StepDependencies, "pinned: git worktree lock"},
+			{key("ghost"), backend.StepDelete, "not found", ""},
+			{key("locked"), backend.StepDependencies, "pinned: git worktree lock", ""},
 		},
-		Schedule: []Notice{{key("old-run"), backend.StepArchive, now.Add(3 * day), "inactive 40d, over the retention of 30d"}},
+		Schedule: []Notice{{key("old-run"), backend.StepArchive, now.Add(3 * day), "inactive 40d, over the retention of 30d", ""}},
 	})
+}
+
+// TestCapLease: a lease never outlives the lifetime cap; past the cap no
+// lease is possible; without a cap (or a birth time) it is as asked.
+func TestCapLease(t *testing.T) {
+	capped := Settings{MaxLifetime: 12 * hour}
+	born := ago(10 * hour)
+	for _, tc := range []struct {
+		name          string
+		s             Settings
+		born, until   time.Time
+		want          time.Time
+		capped, valid bool
+	}{
+		{"no cap", Settings{}, born, now.Add(30 * 24 * hour), now.Add(30 * 24 * hour), false, true},
+		{"no birth time", capped, time.Time{}, now.Add(30 * hour), now.Add(30 * hour), false, true},
+		{"within the cap", capped, born, now.Add(hour), now.Add(hour), false, true},
+		{"at the cap", capped, born, born.Add(12 * hour), born.Add(12 * hour), false, true},
+		{"past the cap: shortened", capped, born, now.Add(30 * 24 * hour), born.Add(12 * hour), true, true},
+		{"born past the cap: refused", capped, ago(13 * hour), now.Add(hour), time.Time{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, c, ok := CapLease(tc.s, tc.born, tc.until, now)
+			if !got.Equal(tc.want) || c != tc.capped || ok != tc.valid {
+				t.Fatalf("CapLease = %v, %v, %v; want %v, %v, %v", got, c, ok, tc.want, tc.capped, tc.valid)
+			}
+		})
+	}
 }

@@ -917,3 +917,33 @@ func TestPropertyPure(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyReasonsAreTyped: every action names the rule behind it, and
+// every skip and notice a code; a skip whose code is a protection is
+// exactly the protection the runtime has (decisions and the re-check
+// under the lock compare codes, never texts).
+func TestPropertyReasonsAreTyped(t *testing.T) {
+	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleOrphan, RuleIdle, RuleLifetime, RuleRequest}
+	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
+		for _, a := range out.Actions {
+			if !slices.Contains(rules, a.Code) {
+				t.Fatalf("action %+v: code %q is not a rule", a, a.Code)
+			}
+		}
+		for _, s := range out.Skipped {
+			if s.Code == "" || s.Reason == "" {
+				t.Fatalf("skip %+v without a code or words", s)
+			}
+			if c := candidateOf(in, s.Key); c != nil && s.Code.Protection() {
+				if p := Protection(c, in.Now); p.Code != s.Code || p.Text != s.Reason {
+					t.Fatalf("skip %+v, but the runtime's protection is %+v", s, p)
+				}
+			}
+		}
+		for _, n := range append(slices.Clone(out.Schedule), out.Cancel...) {
+			if n.Code == "" || n.Reason == "" {
+				t.Fatalf("notice %+v without a code or words", n)
+			}
+		}
+	})
+}

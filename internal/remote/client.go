@@ -24,7 +24,8 @@ import (
 // ErrUnavailable is a provider that did not answer usefully: 429 or 5xx
 // after every retry, a network failure, or a client cooling down after such
 // failures.
-var ErrUnavailable = errors.New("provider unavailable")
+// It is backend.ErrUnavailable, the category every edge maps.
+var ErrUnavailable = backend.ErrUnavailable
 
 // Defaults of Options.
 const (
@@ -233,6 +234,16 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error
 			return h, nil
 		}
 		lastErr = err
+		if retryable(err) && retryAfter > 0 && retryAfter <= c.opts.MaxRetryAfter && withinDeadline(ctx, retryAfter) {
+			// The provider says when to come back, and the caller's bound
+			// (a source's list_timeout) allows it: such waits do not use
+			// up the retries; the deadline bounds them.
+			if err := sleep(ctx, retryAfter); err != nil {
+				break
+			}
+			attempt--
+			continue
+		}
 		if !retryable(err) || attempt >= c.opts.Retries || ctx.Err() != nil {
 			break
 		}
@@ -366,6 +377,12 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// withinDeadline tells whether ctx has a deadline, and lets d pass before it.
+func withinDeadline(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) > d
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

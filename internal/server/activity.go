@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 )
 
@@ -14,6 +15,7 @@ import (
 // one per report is what makes 20,000 reports a second cheap.
 type activityBuffer struct {
 	store ledger.Store // the real one
+	clock clock.Clock
 
 	mu       sync.Mutex
 	pending  map[ledger.Key]time.Time
@@ -25,8 +27,17 @@ type activityBuffer struct {
 	batch int
 }
 
-func newActivityBuffer(store ledger.Store) *activityBuffer {
-	return &activityBuffer{store: store, pending: map[ledger.Key]time.Time{}, kick: make(chan struct{}, 1), batch: 5000}
+func newActivityBuffer(store ledger.Store, c clock.Clock) *activityBuffer {
+	return &activityBuffer{store: store, clock: c, pending: map[ledger.Key]time.Time{}, kick: make(chan struct{}, 1), batch: 5000}
+}
+
+// record takes a batch of reports (ops.Options.Activity): acknowledged
+// once in memory, written by the next flush.
+func (b *activityBuffer) record(_ context.Context, batch []ledger.Activity) error {
+	for _, a := range batch {
+		b.add(a.Key, a.At)
+	}
+	return nil
 }
 
 // add records one report; it is never lost across a clean stop.
@@ -102,19 +113,20 @@ func (b *activityBuffer) flush(ctx context.Context) error {
 	return err
 }
 
-// run flushes every interval, or sooner when a batch fills, until ctx ends.
-func (b *activityBuffer) run(ctx context.Context, interval time.Duration, onErr func(error)) {
-	t := time.NewTicker(interval)
+// run flushes every interval, or sooner when a batch fills, until ctx
+// ends; flushed is told the outcome of each flush (nil: written).
+func (b *activityBuffer) run(ctx context.Context, interval time.Duration, flushed func(error)) {
+	t := b.clock.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-b.kick:
 		}
-		if err := b.flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			onErr(err)
+		if err := b.flush(ctx); !errors.Is(err, context.Canceled) {
+			flushed(err)
 		}
 	}
 }

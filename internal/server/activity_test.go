@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 )
@@ -40,9 +41,9 @@ func TestActivityBufferKeepsWhatFailed(t *testing.T) {
 	}
 	defer st.Close()
 	fs := &failingStore{Store: st, fail: true}
-	buf := newActivityBuffer(fs)
+	buf := newActivityBuffer(fs, clock.Real)
 	view := pendingStore{Store: st, buf: buf}
-	k1, k2 := ledger.Key{Backend: "dir", ID: "a"}, ledger.Key{Backend: "dir", ID: "b"}
+	k1, k2 := ledger.Key{Source: "dirs:/r", Backend: "dir", ID: "a"}, ledger.Key{Source: "dirs:/r", Backend: "dir", ID: "b"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	buf.add(k1, t0.Add(time.Minute))
 	buf.add(k1, t0) // older: ignored

@@ -20,14 +20,12 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
-	"github.com/reclaimer/reclaimer/internal/busy"
+	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
-	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/notify"
-	"github.com/reclaimer/reclaimer/internal/openapi"
-	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/sources"
 )
 
@@ -51,16 +49,35 @@ type Options struct {
 	ActivityFlush time.Duration
 	// StopTimeout bounds a graceful stop; default 30s.
 	StopTimeout time.Duration
+	// Clock is the daemon's time: the loop's tick, hold expiry, activity
+	// flushing, plan expiry. Default clock.Real; tests drive a clock.Fake.
+	Clock clock.Clock
+	// Events, when set, is told what the daemon did, as it happens: tests
+	// wait on it instead of polling.
+	Events func(Event)
 	// HTTPLimits bound requests and connections (zero: the defaults).
 	HTTPLimits HTTPLimits
 }
 
-// setup is what a configuration makes; a reload replaces it whole.
+// Event is something the daemon did, for Options.Events.
+type Event struct {
+	// Kind is "pass" (a pass or dry run ended; Pass says which),
+	// "native" (a sync of provider timers ended), "delivery" (a webhook
+	// delivery was journaled), "watch" (an event stream of Source
+	// connected), "flush" (pending activity was written, or Err),
+	// "stopping" (a stop began), "reload" (a reload ended; Err says
+	// whether it took).
+	Kind   string
+	Pass   *ops.PassReport
+	Source string
+	Err    error
+}
+
+// setup is what a configuration makes for the daemon itself, besides the
+// application layer's sources and engine; a reload replaces it whole.
 type setup struct {
 	cfg      *config.Config
 	server   config.ServerSettings
-	sources  []engine.Source
-	engine   *engine.Engine
 	notifier *notify.Notifier
 	token    [sha256.Size]byte // of the bearer token
 }
@@ -71,20 +88,19 @@ type Daemon struct {
 	log      *slog.Logger
 	level    *slog.LevelVar
 	stateDir string
+	clock    clock.Clock
 
-	raw   *sqlite.Store
-	store ledger.Store // raw, with pending activity merged into reads
+	app  *ops.App
+	raw  *sqlite.Store
+	acts *activityBuffer
 	// bg counts background work that uses the ledger (a provider sync
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
-	acts    *activityBuffer
 	metrics *metrics
-	keys    *keyCache
 
 	mu  sync.RWMutex
 	cur *setup
 
-	passSem  chan struct{} // one pass or dry run at a time
 	stopping atomic.Bool
 	stopCh   chan struct{} // closed when a stop begins
 	kickCh   chan backend.Key
@@ -92,24 +108,7 @@ type Daemon struct {
 	runCtx   context.Context // Serve's, for watchers a reload starts
 	// stopWatch ends the event streams in force (guarded by mu).
 	stopWatch context.CancelFunc
-
-	stateMu  sync.Mutex
-	lastPass *openapi.PassSummary
-	nextPass time.Time
-	world    *engine.World
-	plans    map[string]cachedPlan
-	// lastDry is the newest full dry run, reused by status for a while.
-	lastDry   *plan.Plan
-	lastDryAt time.Time
 }
-
-type cachedPlan struct {
-	p  *plan.Plan
-	at time.Time
-}
-
-// planTTL is how long a dry run can be applied by its plan_id.
-const planTTL = time.Hour
 
 // Run starts a daemon and serves until ctx ends or a stop signal.
 func Run(ctx context.Context, opts Options) error {
@@ -132,13 +131,15 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 30 * time.Second
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
 	cfg, err := loadConfig(opts.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, level: new(slog.LevelVar), stateDir: filepath.Dir(cfg.Ledger.Path),
-		passSem: make(chan struct{}, 1), stopCh: make(chan struct{}), kickCh: make(chan backend.Key, 1024),
-		fullCh: make(chan struct{}, 1), plans: map[string]cachedPlan{}, keys: newKeyCache()}
+	d := &Daemon{opts: opts, level: new(slog.LevelVar), stateDir: filepath.Dir(cfg.Ledger.Path), clock: opts.Clock,
+		stopCh: make(chan struct{}), kickCh: make(chan backend.Key, 1024), fullCh: make(chan struct{}, 1)}
 	ss := cfg.ServerSettings()
 	d.log = newLogger(opts.Logs, ss.LogFormat, d.level)
 	d.level.Set(parseLevel(ss.LogLevel))
@@ -149,21 +150,21 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	d.acts = newActivityBuffer(d.raw)
-	d.store = pendingStore{Store: d.raw, buf: d.acts}
-	d.metrics = newMetrics(activeHoldsFunc(d.raw))
+	d.acts = newActivityBuffer(d.raw, d.clock)
+	d.metrics = newMetrics(activeHoldsFunc(d.raw, d.clock))
 	s, err := d.build(cfg)
 	if err != nil {
 		d.raw.Close()
 		return nil, err
 	}
 	d.cur = s
-	if n, err := s.engine.Recover(ctx); err != nil {
+	d.app, err = ops.Open(ctx, ops.Options{Config: cfg, Store: pendingStore{Store: d.raw, buf: d.acts},
+		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.acts.record,
+		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh})
+	if err != nil {
 		d.closeSetup(s)
 		d.raw.Close()
 		return nil, err
-	} else if n > 0 {
-		d.log.Info("recovered what a crash left half done", "entries", n)
 	}
 	return d, nil
 }
@@ -173,7 +174,7 @@ func loadConfig(path string) (*config.Config, error) {
 		cfg := config.Default()
 		return cfg, cfg.ResolvePaths()
 	}
-	return config.Load(path)
+	return sources.Load(path)
 }
 
 func newLogger(w io.Writer, format string, level *slog.LevelVar) *slog.Logger {
@@ -192,24 +193,11 @@ func parseLevel(s string) slog.Level {
 	return l
 }
 
-// build makes the sources, engine, notifier and token of cfg.
+// build makes the notifier and token of cfg.
 func (d *Daemon) build(cfg *config.Config) (*setup, error) {
-	srcs, err := sources.Build(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if d.opts.WrapSources != nil {
-		srcs = d.opts.WrapSources(srcs)
-	}
-	eng, err := engine.New(engine.Options{Ledger: d.store, Sources: srcs, StateDir: d.stateDir,
-		ArchiveDir: cfg.Archive.Dir, Busy: busy.Options{}.Reasons, Logger: d.log})
-	if err != nil {
-		return nil, err
-	}
-	s := &setup{cfg: cfg, server: cfg.ServerSettings(), sources: srcs, engine: eng}
+	s := &setup{cfg: cfg, server: cfg.ServerSettings()}
 	tok, err := d.loadToken(s.server.TokenFile)
 	if err != nil {
-		eng.Close()
 		return nil, err
 	}
 	s.token = sha256.Sum256(tok)
@@ -227,13 +215,13 @@ func (d *Daemon) closeSetup(s *setup) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.notifier.Close(ctx)
-	if err := s.engine.Close(); err != nil {
-		d.log.Warn("close engine", "err", err)
-	}
 }
 
 // TokenFile is where the token is made when [server] token_file is not set.
 func (d *Daemon) TokenFile() string { return filepath.Join(d.stateDir, "api.token") }
+
+// App is the daemon's application layer (tests read the engine through it).
+func (d *Daemon) App() *ops.App { return d.app }
 
 // loadToken reads the token file, or makes the default one at first start.
 func (d *Daemon) loadToken(path string) ([]byte, error) {
@@ -279,11 +267,17 @@ func (d *Daemon) watchCtx() context.Context {
 	return d.runCtx
 }
 
-// setupNow returns the configuration in force.
+// setupNow returns the daemon's part of the configuration in force.
 func (d *Daemon) setupNow() *setup {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.cur
+}
+
+func (d *Daemon) event(e Event) {
+	if d.opts.Events != nil {
+		d.opts.Events(e)
+	}
 }
 
 // Serve listens, runs the loop, and stops gracefully when ctx ends or a
@@ -327,19 +321,24 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	actsDone := make(chan struct{})
 	go func() {
 		defer close(actsDone)
-		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) { d.log.Error("write activity", "err", err) })
+		d.acts.run(actCtx, d.opts.ActivityFlush, func(err error) {
+			if err != nil {
+				d.log.Error("write activity", "err", err)
+			}
+			d.event(Event{Kind: "flush", Err: err})
+		})
 	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	d.log.Info("serving", "listen", ln.Addr().String(), "interval", s.server.Interval.String(), "sources", len(s.sources))
+	d.log.Info("serving", "listen", ln.Addr().String(), "interval", s.server.Interval.String(), "sources", len(d.app.Sources()))
 	if d.opts.Ready != nil {
 		d.opts.Ready(ln.Addr().String())
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); d.loop(runCtx) }()
 	d.mu.Lock()
 	d.runCtx = runCtx
 	d.mu.Unlock()
+	wg.Add(2)
+	go func() { defer wg.Done(); d.loop(runCtx) }()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
 
 	var serveErr error
@@ -353,6 +352,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.stopping.Store(true)
 	close(d.stopCh)
 	d.log.Info("stopping: new requests get 503; the action in flight finishes, the rest waits for the next start")
+	d.event(Event{Kind: "stopping"})
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), d.opts.StopTimeout)
 	defer cancelStop()
 	if err := srv.Shutdown(stopCtx); err != nil {
@@ -377,6 +377,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 
 func (d *Daemon) closeAll() {
 	d.closeSetup(d.setupNow())
+	if err := d.app.Close(); err != nil {
+		d.log.Warn("close", "err", err)
+	}
 	if err := d.raw.Close(); err != nil {
 		d.log.Warn("close ledger", "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
 )
 
 // Body limits: an activity batch of 10,000 reports fits in the larger one.
@@ -29,8 +30,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return nil, &apiError{http.StatusRequestEntityTooLarge, openapi.TooLarge, "",
-			fmt.Sprintf("request body over %d bytes", limit)}
+		return nil, fmt.Errorf("request body over %d bytes: %w", limit, ops.ErrTooLarge)
 	}
 	if err != nil {
 		return nil, badRequest("", "read request body: %v", err)
@@ -55,10 +55,10 @@ func decode(data []byte, v any, optional bool, timeField ...string) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		err = decodeError(err)
-		var ae *apiError
-		if errors.As(err, &ae) && ae.field == "" && len(timeField) > 0 && strings.Contains(ae.msg, "RFC 3339") {
-			ae.field = timeField[0]
-			ae.msg = timeField[0] + ": " + ae.msg
+		var in *ops.InputError
+		if errors.As(err, &in) && in.Field == "" && len(timeField) > 0 && strings.Contains(in.Msg, "RFC 3339") {
+			in.Field = timeField[0]
+			in.Msg = timeField[0] + ": " + in.Msg
 		}
 		return err
 	}
@@ -117,8 +117,11 @@ func parseTTL(field, s string) (time.Duration, error) {
 	return time.Duration(d), nil
 }
 
-// checkName rejects an empty or oversized id, backend, holder or
-// conversation, and characters that would make it a path.
+// badRequest is bad input naming its field.
+func badRequest(field, format string, a ...any) error { return ops.Input(field, format, a...) }
+
+// checkName rejects an empty or oversized backend, holder or conversation,
+// and characters that would make it a path.
 func checkName(field, s string) error {
 	switch {
 	case s == "":
@@ -185,8 +188,8 @@ func decodeActivityBatch(data []byte) (openapi.ActivityBatch, error) {
 		if err := checkName(fmt.Sprintf("reports[%d].backend", i), r.Backend); err != nil {
 			return v, err
 		}
-		if err := checkName(fmt.Sprintf("reports[%d].id", i), r.Id); err != nil {
-			return v, err
+		if r.Id == "" || strings.ContainsRune(r.Id, 0) {
+			return v, badRequest(fmt.Sprintf("reports[%d].id", i), "reports[%d].id is required", i)
 		}
 	}
 	return v, nil
@@ -267,8 +270,74 @@ func decodePass(data []byte) (openapi.PassRequest, []backend.Step, error) {
 	if err != nil {
 		return v, nil, err
 	}
-	if v.PlanId != "" && (len(v.Steps) > 0 || len(v.Runtimes) > 0) {
-		return v, nil, badRequest("plan_id", "a plan is applied as it is: plan_id cannot be combined with steps or runtimes")
+	exact := v.PlanId != "" || v.Plan.ID != ""
+	if exact && (len(v.Steps) > 0 || len(v.Runtimes) > 0 || v.Delete) {
+		return v, nil, badRequest("plan_id", "a plan is applied as it is: it cannot be combined with steps, runtimes or delete")
+	}
+	if v.PlanId != "" && v.Plan.ID != "" {
+		return v, nil, badRequest("plan", "give plan_id or plan, not both")
 	}
 	return v, steps, nil
+}
+
+// decodeMarks reads a MarkRequest into the application layer's.
+func decodeMarks(data []byte) (ops.MarkRequest, error) {
+	var v struct {
+		Runtimes  []string              `json:"runtimes"`
+		Pin       *openapi.PinRequest   `json:"pin"`
+		Unpin     bool                  `json:"unpin"`
+		Lease     *openapi.LeaseRequest `json:"lease"`
+		LeaseFor  string                `json:"lease_for"`
+		Retention *json.RawMessage      `json:"retention"`
+		Touch     bool                  `json:"touch"`
+	}
+	if err := decode(data, &v, false, "lease.until"); err != nil {
+		return ops.MarkRequest{}, err
+	}
+	req := ops.MarkRequest{Unpin: v.Unpin, Touch: v.Touch}
+	for _, r := range v.Runtimes {
+		req.Runtimes = append(req.Runtimes, ops.Ref{Name: r})
+	}
+	if v.Pin != nil {
+		req.PinSet, req.Pin = true, v.Pin.Reason
+	}
+	if v.Lease != nil {
+		if v.Lease.Until.IsZero() {
+			return req, badRequest("lease.until", "lease.until is required: an RFC 3339 time")
+		}
+		req.LeaseUntil = v.Lease.Until
+	}
+	if v.LeaseFor != "" {
+		d, err := config.ParseDuration(v.LeaseFor)
+		if err != nil || d <= 0 {
+			return req, badRequest("lease_for", "lease_for %q: not a positive duration", v.LeaseFor)
+		}
+		req.LeaseFor = time.Duration(d)
+	}
+	if v.Retention != nil {
+		ret, err := decodeRetention(*v.Retention)
+		if err != nil {
+			return req, err
+		}
+		req.Retention, req.RetentionDefault = ret, ret == nil
+	}
+	return req, nil
+}
+
+func decodePrune(data []byte) (ops.PruneRequest, error) {
+	var v openapi.PruneRequest
+	if err := decode(data, &v, false); err != nil {
+		return ops.PruneRequest{}, err
+	}
+	d, err := config.ParseDuration(v.OlderThan)
+	if err != nil || d <= 0 {
+		return ops.PruneRequest{}, badRequest("older_than", "older_than %q: not a positive duration", v.OlderThan)
+	}
+	return ops.PruneRequest{OlderThan: time.Duration(d), OlderThanText: v.OlderThan, DryRun: v.DryRun}, nil
+}
+
+func decodeRestore(data []byte) (openapi.RestoreRequest, error) {
+	var v openapi.RestoreRequest
+	err := decode(data, &v, true)
+	return v, err
 }

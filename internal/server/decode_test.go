@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reclaimer/reclaimer/internal/ops"
 )
 
 // decoders are every request-body decoder, by name.
@@ -24,11 +26,16 @@ var decoders = map[string]func([]byte) error{
 	"pin":          func(b []byte) error { _, err := decodePin(b); return err },
 	"lease":        func(b []byte) error { _, err := decodeLease(b); return err },
 	"pass":         func(b []byte) error { _, _, err := decodePass(b); return err },
+	"marks":        func(b []byte) error { _, err := decodeMarks(b); return err },
+	"prune":        func(b []byte) error { _, err := decodePrune(b); return err },
+	"restore":      func(b []byte) error { _, err := decodeRestore(b); return err },
 }
 
 var known = map[string]bool{"backend": true, "id": true, "conversations": true, "reports": true, "holder": true,
 	"ttl": true, "at": true, "days": true, "until": true, "steps": true, "plan_id": true, "runtimes": true,
-	"dry_run": true, "default": true, "reason": true, "home": true, "workspaces": true, "labels": true}
+	"dry_run": true, "default": true, "reason": true, "home": true, "workspaces": true, "labels": true,
+	"source": true, "delete": true, "plan": true, "pin": true, "unpin": true, "lease": true, "lease_for": true,
+	"retention": true, "touch": true, "older_than": true, "archive_id": true, "to": true}
 
 // FuzzDecode: no body makes a decoder panic, and every refusal is a 400
 // (never a 500) whose field, when named, is one the request could have.
@@ -49,14 +56,14 @@ func FuzzDecode(f *testing.F) {
 			if err == nil {
 				continue
 			}
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.msg == "" {
+			var in *ops.InputError
+			if !errors.As(err, &in) || ops.Classify(err).Status != http.StatusBadRequest || in.Msg == "" {
 				t.Fatalf("%s(%q): %v is not a 400", name, body, err)
 			}
 			// A field named is one of the API's, or the unknown one sent.
-			first := strings.FieldsFunc(ae.field, func(r rune) bool { return r == '[' || r == '.' })
-			if ae.field != "" && (len(first) == 0 || !known[first[0]]) && !strings.HasPrefix(ae.msg, "unknown field") {
-				t.Fatalf("%s(%q): field %q is neither the API's nor an unknown one sent: %s", name, body, ae.field, ae.msg)
+			first := strings.FieldsFunc(in.Field, func(r rune) bool { return r == '[' || r == '.' })
+			if in.Field != "" && (len(first) == 0 || !known[first[0]]) && !strings.HasPrefix(in.Msg, "unknown field") {
+				t.Fatalf("%s(%q): field %q is neither the API's nor an unknown one sent: %s", name, body, in.Field, in.Msg)
 			}
 		}
 	})

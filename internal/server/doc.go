@@ -1,5 +1,11 @@
 // Package server is `reclaimer serve`: the reconciler loop, the HTTP API of
-// api/openapi.yaml, activity coalescing, holds, metrics and notices.
+// api/openapi.yaml, activity coalescing, metrics and notices. Its handlers
+// are thin: each decodes, calls the daemon's *ops.App and writes a view;
+// holds, marks, registrations and passes are the application layer's.
+//
+// Time: the loop's ticker, hold expiry, activity flushing and every
+// decision run on Options.Clock (clock.Real by default); tests give a
+// clock.Fake, move it, and wait on Options.Events instead of sleeping.
 //
 // Concurrency: passes (and dry runs) run one at a time; HTTP handlers run
 // concurrently with them. A hold is written under the same per-runtime

@@ -37,22 +37,30 @@ func TestDockerStopFreesCachesAtOnce(t *testing.T) {
 		t.Fatal("the caches of a running container went")
 	}
 	// The event subscription is made when the daemon starts; should this
-	// stop come before it, the next one is seen: stop, and start and stop
-	// again until the caches go.
-	deadline := time.Now().Add(60 * time.Second)
-	for exists(filepath.Join(home, ".cache")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the caches of a stopped container are still there a minute later:\n%s", h.logs.String())
+	// stop come before the Engine has it, the next one is seen: stop, and
+	// start and stop again, each time waiting for the narrowed pass the
+	// event starts (no sleeping: the pass tells when it is done).
+	for attempt := 0; exists(filepath.Join(home, ".cache")); attempt++ {
+		if attempt == 6 {
+			t.Fatalf("the caches of a stopped container are still there after %d stops:\n%s", attempt, h.logs.String())
 		}
-		if run.State(id) == "running" {
-			run.Stop(id)
-		} else {
+		if run.State(id) != "running" {
 			run.Start(id)
-			continue
 		}
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && exists(filepath.Join(home, ".cache")); {
-			time.Sleep(50 * time.Millisecond)
+		run.Stop(id)
+		timeout := time.NewTimer(10 * time.Second) // then the event was missed: try again
+	wait:
+		for {
+			select {
+			case p := <-h.passes:
+				if p.Request.Trigger == "watch" {
+					break wait
+				}
+			case <-timeout.C:
+				break wait
+			}
 		}
+		timeout.Stop()
 	}
 	if !exists(filepath.Join(home, ".bash_history")) {
 		t.Fatal("more than caches went")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/server"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
@@ -33,7 +34,7 @@ func retentionSetup(t *testing.T, n int, serverKeys string) (dir, cfg string, wt
 func scheduled(h *daemon, id string) func() bool {
 	return func() bool {
 		resp, err := h.api.GetRuntimeWithResponse(h.ctx(), id, nil)
-		return err == nil && resp.JSON200 != nil && resp.JSON200.ScheduledStep == openapi.Archive
+		return err == nil && resp.JSON200 != nil && resp.JSON200.ScheduledStep == string(openapi.StepArchive)
 	}
 }
 
@@ -66,7 +67,7 @@ func TestHoldDuringPassWaitsThenLoses(t *testing.T) {
 	}
 	close(g.release)
 	p := <-passDone
-	if len(p.Applied.Results) != 1 || p.Applied.Results[0].Outcome != openapi.ResultOutcomeDone || p.Applied.Results[0].ArchiveId == "" {
+	if len(p.Applied.Results) != 1 || p.Applied.Results[0].Outcome != plan.Done || p.Applied.Results[0].ArchiveID == "" {
 		t.Fatalf("pass: %+v", p.Applied)
 	}
 	resp := <-holdDone
@@ -103,12 +104,12 @@ func TestHoldBeforeApplyWins(t *testing.T) {
 		t.Fatalf("plan: %v %s", err, body(planResp))
 	}
 	hold, err := h.api.TakeHoldWithResponse(h.ctx(), "conv1:repo", nil, openapi.HoldRequest{Holder: "host-1", Ttl: "10m"})
-	if err != nil || hold.JSON201 == nil || hold.JSON201.HoldId == "" || !hold.JSON201.ExpiresAt.After(time.Now()) {
+	if err != nil || hold.JSON201 == nil || hold.JSON201.HoldID == "" || !hold.JSON201.ExpiresAt.After(time.Now()) {
 		t.Fatalf("hold: %v %s", err, body(hold))
 	}
-	p := h.pass(openapi.PassRequest{PlanId: planResp.JSON200.PlanId})
-	if p.Plan.PlanId != planResp.JSON200.PlanId || len(p.Applied.Results) != 1 ||
-		p.Applied.Results[0].Outcome != openapi.ResultOutcomeSkipped || !strings.Contains(p.Applied.Results[0].Reason, "held by host-1") {
+	p := h.pass(openapi.PassRequest{PlanId: planResp.JSON200.ID})
+	if p.Plan.ID != planResp.JSON200.ID || len(p.Applied.Results) != 1 ||
+		p.Applied.Results[0].Outcome != plan.Skip || !strings.Contains(p.Applied.Results[0].Reason, "held by host-1") {
 		t.Fatalf("apply of the plan: %+v", p.Applied)
 	}
 	if !exists(wts[0]) {
@@ -118,14 +119,14 @@ func TestHoldBeforeApplyWins(t *testing.T) {
 		t.Fatalf("held runtime: %+v", rt)
 	}
 	// Renew, then release; a hold id of nobody is 404.
-	ren, _ := h.api.RenewHoldWithResponse(h.ctx(), "conv1:repo", hold.JSON201.HoldId, nil, openapi.HoldRenewal{Ttl: "1h"})
+	ren, _ := h.api.RenewHoldWithResponse(h.ctx(), "conv1:repo", hold.JSON201.HoldID, nil, openapi.HoldRenewal{Ttl: "1h"})
 	if ren.JSON200 == nil || !ren.JSON200.ExpiresAt.After(hold.JSON201.ExpiresAt) {
 		t.Fatalf("renew: %s", body(ren))
 	}
 	if r, _ := h.api.RenewHoldWithResponse(h.ctx(), "conv1:repo", "h_nobody", nil, openapi.HoldRenewal{Ttl: "1h"}); status(r) != 404 {
 		t.Fatalf("renew unknown: %s", body(r))
 	}
-	if r, _ := h.api.ReleaseHoldWithResponse(h.ctx(), "conv1:repo", hold.JSON201.HoldId, nil); status(r) != 204 {
+	if r, _ := h.api.ReleaseHoldWithResponse(h.ctx(), "conv1:repo", hold.JSON201.HoldID, nil); status(r) != 204 {
 		t.Fatalf("release: %s", body(r))
 	}
 	if rt := h.runtime("conv1:repo"); rt.HeldBy != "" {
@@ -162,7 +163,7 @@ func TestActivityCancelsScheduledArchive(t *testing.T) {
 	if !exists(wts[0]) || exists(wts[1]) {
 		t.Fatalf("conv1 kept: %v, conv2 archived: %v", exists(wts[0]), !exists(wts[1]))
 	}
-	if rt := h.runtime("conv1:repo"); rt.ScheduledStep != "" || time.Since(rt.LastActive) > time.Minute {
+	if rt := h.runtime("conv1:repo"); rt.ScheduledStep != "" || time.Since(rt.LastActivity) > time.Minute {
 		t.Fatalf("conv1 after activity: %+v", rt)
 	}
 }
@@ -196,7 +197,7 @@ func TestStopFinishesTheActionInFlight(t *testing.T) {
 		t.Fatalf("pass: %s", body(resp))
 	}
 	res := resp.JSON200.Applied.Results
-	if res[0].Runtime != first.ID || res[0].Outcome != openapi.ResultOutcomeDone || res[1].Outcome != openapi.ResultOutcomePending {
+	if res[0].Runtime != first.ID || res[0].Outcome != plan.Done || res[1].Outcome != plan.Pending {
 		t.Fatalf("results: %+v", res)
 	}
 	kept := wts[1]
@@ -260,7 +261,7 @@ func TestHoldsAndAPassNeverBothWin(t *testing.T) {
 	wg.Wait()
 	archived := map[string]bool{}
 	for _, r := range p.Applied.Results {
-		if r.Outcome == openapi.ResultOutcomeDone {
+		if r.Outcome == plan.Done {
 			archived[r.Runtime] = true
 		}
 	}

@@ -145,7 +145,7 @@ func TestErrorCodes(t *testing.T) {
 		{"future", "POST", "/v1/runtimes/r1/activity", `{"at":"2999-01-01T00:00:00Z"}`, 400, "at", "future"},
 		{"bad step", "POST", "/v1/passes", `{"steps":["caches","explode"]}`, 400, "steps[1]", "explode"},
 		{"plan and steps", "POST", "/v1/passes", `{"plan_id":"p","steps":["caches"]}`, 400, "plan_id", ""},
-		{"bad limit", "GET", "/v1/runtimes?limit=5000", ``, 400, "limit", "between 1 and 1000"},
+		{"bad limit", "GET", "/v1/runtimes?limit=50000", ``, 400, "limit", "between 1 and 10000"},
 		{"limit not a number", "GET", "/v1/journal?limit=ten", ``, 400, "limit", ""},
 		{"bad cursor", "GET", "/v1/runtimes?cursor=%21%21", ``, 400, "cursor", ""},
 		{"bad backend", "GET", "/v1/runtimes/r1?backend=docker", ``, 400, "backend", "docker"},
@@ -181,7 +181,7 @@ func TestErrorCodes(t *testing.T) {
 		t.Fatalf("hold: %d", code)
 	}
 	other, _ := h.api.TakeHoldWithResponse(h.ctx(), "r2", nil, openapi.HoldRequest{Holder: "h", Ttl: "1m"})
-	ren, _ := h.api.RenewHoldWithResponse(h.ctx(), "r1", other.JSON201.HoldId, nil, openapi.HoldRenewal{Ttl: "1m"})
+	ren, _ := h.api.RenewHoldWithResponse(h.ctx(), "r1", other.JSON201.HoldID, nil, openapi.HoldRenewal{Ttl: "1m"})
 	if ren.JSON409 == nil || ren.JSON409.Error.Code != openapi.Conflict {
 		t.Fatalf("renew another runtime's hold: %s", body(ren))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/server"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
@@ -31,6 +32,11 @@ type daemon struct {
 	api     *openapi.ClientWithResponses
 	logs    *syncBuffer
 	stop    func() error
+	// kick is signalled (coalesced) whenever the daemon tells an event:
+	// waitFor looks again then, and never sleeps.
+	kick chan struct{}
+	// passes receives every pass the daemon reports.
+	passes chan ops.PassReport
 }
 
 type syncBuffer struct {
@@ -66,9 +72,25 @@ func writeConfig(t *testing.T, dir, server, body string) string {
 // cleanup stops it gracefully.
 func startDaemon(t *testing.T, dir, cfgPath string, opts server.Options) *daemon {
 	t.Helper()
-	h := &daemon{t: t, dir: dir, cfgPath: cfgPath, logs: &syncBuffer{}}
+	h := &daemon{t: t, dir: dir, cfgPath: cfgPath, logs: &syncBuffer{}, kick: make(chan struct{}, 1), passes: make(chan ops.PassReport, 64)}
 	ready := make(chan string, 1)
 	opts.ConfigPath, opts.Logs, opts.Version = cfgPath, h.logs, "test"
+	events := opts.Events
+	opts.Events = func(e server.Event) {
+		if events != nil {
+			events(e)
+		}
+		if e.Kind == "pass" {
+			select {
+			case h.passes <- *e.Pass:
+			default: // nobody reads them in this test
+			}
+		}
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
 	opts.Ready = func(addr string) { ready <- addr }
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := server.Open(ctx, opts)
@@ -145,21 +167,42 @@ func (h *daemon) waitStartPass() {
 func (h *daemon) lastPassFinished() time.Time {
 	h.t.Helper()
 	st, err := h.api.GetStatusWithResponse(h.ctx())
-	if err != nil || st.JSON200 == nil {
+	if err != nil || st.JSON200 == nil || st.JSON200.LastPass == nil {
 		return time.Time{}
 	}
 	return st.JSON200.LastPass.FinishedAt
 }
 
-// waitFor polls cond until it holds (the start pass runs on its own).
+// waitFor waits until cond holds, looking again each time the daemon
+// reports an event (a pass, a sync, a delivery, a stream connecting): what
+// it waits for is the work of one of them. It never sleeps.
 func (h *daemon) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-h.kick:
+		case <-deadline.C:
 			h.t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPass waits for the next pass with trigger to end and returns it.
+func (h *daemon) waitPass(trigger string) ops.PassReport {
+	h.t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		select {
+		case p := <-h.passes:
+			if p.Request.Trigger == trigger {
+				return p
+			}
+		case <-deadline.C:
+			h.t.Fatalf("timed out waiting for a %s pass", trigger)
+		}
 	}
 }
 

@@ -3,12 +3,15 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
 )
 
 // Handler is the whole HTTP API: the generated router over the handlers,
@@ -23,7 +26,7 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", d.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, notFound("no endpoint %s %s (see /openapi.json)", r.Method, r.URL.Path))
+		writeError(w, fmt.Errorf("no endpoint %s %s (see /openapi.json): %w", r.Method, r.URL.Path, backend.ErrNotFound))
 	})
 	return d.guard(mux)
 }
@@ -33,12 +36,11 @@ func (d *Daemon) Handler() http.Handler {
 func (d *Daemon) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.stopping.Load() {
-			w.Header().Set("Connection", "close")
-			writeError(w, errShuttingDown)
+			writeError(w, ops.ErrShuttingDown)
 			return
 		}
 		if r.URL.Path != "/healthz" && !d.authorized(r) {
-			writeError(w, errUnauthorized)
+			writeError(w, ops.ErrUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -61,7 +63,7 @@ func (d *Daemon) authorized(r *http.Request) bool {
 // timed records each request's latency by route (never by runtime id).
 func (d *Daemon) timed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := time.Now() // latency is the real time a request took, whatever the daemon's clock
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		d.metrics.requestLatency.WithLabelValues(r.Pattern, statusText(sw.status)).Observe(time.Since(start).Seconds())

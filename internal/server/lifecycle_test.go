@@ -23,6 +23,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/notify"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
 	"github.com/reclaimer/reclaimer/internal/server"
 	"github.com/reclaimer/reclaimer/internal/testtree"
@@ -62,7 +63,7 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 	for range 3 {
 		p := h.pass(openapi.PassRequest{})
 		for _, r := range p.Applied.Results {
-			if r.Runtime == "stray" && r.Outcome == openapi.ResultOutcomeDone {
+			if r.Runtime == "stray" && r.Outcome == plan.Done {
 				deleted = &r
 			}
 			if r.Runtime == "shared" || r.Runtime == "hostowned" {
@@ -73,7 +74,7 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 			break
 		}
 	}
-	if deleted == nil || deleted.Step != openapi.Delete || deleted.ArchiveId == "" {
+	if deleted == nil || deleted.Step != backend.StepDelete || deleted.ArchiveID == "" {
 		t.Fatalf("the orphan was not deleted after an archive: %+v", deleted)
 	}
 	if exists(filepath.Join(runs, "stray")) || !exists(filepath.Join(runs, "shared")) || !exists(filepath.Join(runs, "hostowned")) {
@@ -88,7 +89,7 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 		}
 	}
 	rel, err := h.api.ReleaseRuntimeWithResponse(h.ctx(), "shared", &openapi.ReleaseRuntimeParams{Conversation: "c2"})
-	if err != nil || rel.JSON200 == nil || !rel.JSON200.Removed || len(rel.JSON200.Conversations) != 0 || rel.JSON200.Result.ArchiveId == "" {
+	if err != nil || rel.JSON200 == nil || !rel.JSON200.Removed || len(rel.JSON200.Conversations) != 0 || rel.JSON200.Result.ArchiveID == "" {
 		t.Fatalf("last release: %v %s", err, body(rel))
 	}
 	if exists(filepath.Join(runs, "shared")) {
@@ -121,8 +122,8 @@ func TestActivitySurvivesCleanStop(t *testing.T) {
 		resp, err := h.api.GetRuntimeWithResponse(h.ctx(), "r1", nil)
 		return err == nil && resp.JSON200 != nil
 	})
-	if rt := h.runtime("r1"); !rt.LastActive.Equal(t2) && rt.LastActive.Before(t2) {
-		t.Fatalf("r1 last active %v, want at least %v", rt.LastActive, t2)
+	if rt := h.runtime("r1"); !rt.LastActivity.Equal(t2) && rt.LastActivity.Before(t2) {
+		t.Fatalf("r1 last active %v, want at least %v", rt.LastActivity, t2)
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestActivitySurvivesCleanStop(t *testing.T) {
 	}
 	defer st.Close()
 	for id, want := range map[string]time.Time{"r1": t2, "r2": t2, "not-seen-yet": t1} {
-		got, err := st.LastActivity(context.Background(), ledger.Key{Backend: "dir", ID: id})
+		got, err := st.LastActivity(context.Background(), ledger.Key{Source: "dirs:" + runs, Backend: "dir", ID: id})
 		if err != nil || !got.Equal(want) {
 			t.Errorf("%s: %v %v, want %v", id, got, err, want)
 		}
@@ -272,13 +273,16 @@ func TestNoticesAndMetrics(t *testing.T) {
 	}
 	h.waitFor("the notices in the journal", func() bool {
 		j, err := h.api.GetJournalWithResponse(h.ctx(), &openapi.GetJournalParams{Runtime: "conv1:repo"})
+		if err != nil || j.JSON200 == nil {
+			return false
+		}
 		n := 0
 		for _, e := range j.JSON200.Entries {
-			if e.Step == "notify" && e.Outcome.Result == "done" {
+			if e.Step == "notify" && e.Outcome != nil && e.Outcome.Result == "done" {
 				n++
 			}
 		}
-		return err == nil && n == 2
+		return n == 2
 	})
 
 	code, _, _ := raw(t, h, "GET", "/metrics", "", h.token)
@@ -295,7 +299,8 @@ func TestNoticesAndMetrics(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{"reclaimer_pass_duration_seconds_bucket", `reclaimer_runtimes{backend="worktree",state="archived"} 1`,
 		"reclaimer_filesystem_usage_ratio", "reclaimer_activity_reports_total", "reclaimer_holds_active",
-		`reclaimer_notices_total{event="archived",result="done"} 1`, `reclaimer_freed_bytes_total{backend="worktree",step="archive"}`} {
+		`reclaimer_notices_total{event="archived",result="done"} 1`, `reclaimer_freed_bytes_total{backend="worktree",step="archive"}`,
+		`reclaimer_source_listed{backend="worktree",source="worktrees:` + filepath.Join(dir, "worktrees") + `"} 1`} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -319,7 +324,7 @@ func TestReloadSaysWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := h.logs.String()
-	for _, want := range []string{"server.interval: 1h → 2h", "dirs[0].retention: (unset) → 7d"} {
+	for _, want := range []string{"server.interval: 1h → 2h", "dirs:" + runs + ".retention: (unset) → 7d"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("reload log lacks %q:\n%s", want, logs)
 		}
@@ -372,7 +377,8 @@ func TestStatusReportsProblems(t *testing.T) {
 	if err != nil || st.JSON200 == nil {
 		t.Fatalf("status: %v %s", err, body(st))
 	}
-	if len(st.JSON200.Problems) != 1 || !strings.Contains(st.JSON200.Problems[0].Reason, "listing failed") {
+	if pr := st.JSON200.Problems; len(pr) != 1 || pr[0].Code != plan.SourceUnreadable || pr[0].Message != "folder "+runs+" does not exist" ||
+		pr[0].Label != `[[dirs]] root = "`+runs+`"` {
 		t.Fatalf("problems %+v, want the failed listing of %s", st.JSON200.Problems, runs)
 	}
 }
@@ -423,7 +429,7 @@ func TestReloadRefusesToDropEverythingOrMoveTheArchives(t *testing.T) {
 		if err := h.d.Reload(context.Background()); !errors.Is(err, config.ErrUnsafeReload) {
 			t.Errorf("%s: reload = %v, want refused", name, err)
 		}
-		if rt := h.runtime("r1"); rt.Id != "r1" {
+		if rt := h.runtime("r1"); rt.ID != "r1" {
 			t.Fatalf("%s: the runtime is gone after a refused reload", name)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -15,195 +16,59 @@ import (
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
-	"github.com/reclaimer/reclaimer/internal/native"
 	"github.com/reclaimer/reclaimer/internal/notify"
-	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
 
-// maxPlans bounds the dry runs kept for POST /v1/passes {plan_id}.
-const maxPlans = 16
-
-// passRequest describes one pass.
-type passRequest struct {
-	trigger string // timer, start, api, watch, reconnect
-	opts    engine.PlanOptions
-	dryRun  bool
-	exact   *plan.Plan // apply exactly this plan
-	// wait bounds the wait for a pass already running; 0 waits as long
-	// as ctx lets it.
-	wait time.Duration
-}
-
-// pass plans and (unless a dry run) applies, one pass at a time. The
-// apply runs on a context that a client going away does not cancel: an
-// action once started finishes; a stop ends it between actions.
-func (d *Daemon) pass(ctx context.Context, req passRequest) (*plan.Plan, *plan.Applied, error) {
-	var timeout <-chan time.Time
-	if req.wait > 0 {
-		t := time.NewTimer(req.wait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case d.passSem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	case <-timeout:
-		return nil, nil, locked("another pass is running; try again when it is done")
-	case <-d.stopCh:
-		return nil, nil, errShuttingDown
-	}
-	defer func() { <-d.passSem }()
-	if d.stopping.Load() {
-		return nil, nil, errShuttingDown
-	}
-	s := d.setupNow()
-	start := time.Now()
-	var p *plan.Plan
-	var w *engine.World
-	var err error
-	if req.exact != nil {
-		p = req.exact
-	} else if p, w, err = s.engine.Plan(ctx, req.opts); err != nil {
-		d.finishPass(req, start, nil, nil, nil, err)
-		return nil, nil, err
-	}
-	full := len(req.opts.Only) == 0 && req.exact == nil
-	if full {
-		d.stateMu.Lock()
-		d.world = w // what the API reports from, as soon as it is seen
-		d.stateMu.Unlock()
-	}
-	if req.dryRun {
-		d.rememberPlan(p)
-		if full {
-			d.finishPass(req, start, w, p, nil, nil)
-		}
-		return p, nil, nil
-	}
-	applyWorld := w
+// onPass is the application layer's report of each pass: metrics,
+// notices of what was applied, and the event for tests.
+func (d *Daemon) onPass(rep ops.PassReport) {
+	full := rep.World != nil && len(rep.Request.Only) == 0 && rep.Request.Exact == nil
+	w := rep.World
 	if !full {
-		applyWorld = nil // narrowed: observe everything once for the trash leftovers
-	}
-	res, err := s.engine.Apply(context.WithoutCancel(ctx), p, engine.ApplyOptions{World: applyWorld, Stop: d.stopCh})
-	if err != nil {
-		d.finishPass(req, start, w, p, nil, err)
-		return p, nil, err
-	}
-	d.finishPass(req, start, w, p, res, nil)
-	d.announce(s, p, res)
-	return p, res, nil
-}
-
-// finishPass records the pass for status, metrics and the key cache.
-func (d *Daemon) finishPass(req passRequest, start time.Time, w *engine.World, p *plan.Plan, res *plan.Applied, err error) {
-	took := time.Since(start)
-	full := w != nil && len(req.opts.Only) == 0 && req.exact == nil
-	if full {
-		d.metrics.observePass(req.trigger, req.dryRun, took, w, res)
-		d.keys.refresh(w)
-	} else {
 		// A narrowed observation says nothing of the other runtimes: the
 		// gauges keep what the last full pass saw.
-		d.metrics.observePass(req.trigger, req.dryRun, took, nil, res)
+		w = nil
 	}
-	if res != nil {
-		for _, r := range res.Results {
-			if r.Outcome == plan.Done && r.Step.Destructive() {
-				state := backend.StateDeleted
-				if r.Step == backend.StepArchive {
-					state = backend.StateArchived
+	d.metrics.observePass(rep.Request.Trigger, rep.Request.DryRun, rep.Took, w, rep.Plan, rep.Applied)
+	if rep.Applied != nil {
+		d.announce(d.setupNow(), rep.Plan, rep.Applied)
+	}
+	if !rep.Request.DryRun {
+		level := d.log.Debug
+		var freed int64
+		failed := 0
+		if rep.Applied != nil {
+			freed = rep.Applied.FreedBytes
+			for _, r := range rep.Applied.Results {
+				if r.Outcome == plan.Failed {
+					failed++
 				}
-				d.keys.set(ledger.Key{Backend: r.Backend, ID: r.Runtime}, string(state))
 			}
 		}
-	}
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	if full {
-		d.world = w
-		if req.dryRun {
-			d.lastDry, d.lastDryAt = p, time.Now()
-		} else {
-			d.lastDry = nil // what it showed was just applied
+		if freed > 0 || failed > 0 || rep.Err != nil {
+			level = d.log.Info
 		}
-	}
-	if req.dryRun {
-		return
-	}
-	sum := &openapi.PassSummary{Trigger: req.trigger, StartedAt: start.UTC(), FinishedAt: time.Now().UTC()}
-	if p != nil {
-		sum.PlanId = p.ID
-	}
-	if err != nil {
-		sum.Error = err.Error()
-	}
-	if res != nil {
-		sum.Actions = len(res.Results)
-		sum.FreedBytes = res.FreedBytes
-		for _, r := range res.Results {
-			if r.Outcome == plan.Failed {
-				sum.Failed++
-			}
+		planID := ""
+		if rep.Plan != nil {
+			planID = rep.Plan.ID
 		}
+		level("pass", "trigger", rep.Request.Trigger, "plan", planID, "freed_bytes", freed, "failed", failed,
+			"took", rep.Took.Round(time.Millisecond).String(), "err", rep.Err)
 	}
-	d.lastPass = sum
-	level := d.log.Debug
-	if sum.FreedBytes > 0 || sum.Failed > 0 || err != nil {
-		level = d.log.Info
-	}
-	level("pass", "trigger", req.trigger, "plan", sum.PlanId, "actions", sum.Actions, "freed_bytes", sum.FreedBytes,
-		"failed", sum.Failed, "took", took.Round(time.Millisecond).String(), "err", err)
-}
-
-func (d *Daemon) rememberPlan(p *plan.Plan) {
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	now := time.Now()
-	for id, c := range d.plans {
-		if now.Sub(c.at) > planTTL {
-			delete(d.plans, id)
-		}
-	}
-	// A plan of a large host is large: keep the newest few only.
-	for len(d.plans) >= maxPlans {
-		oldest := ""
-		for id, c := range d.plans {
-			if oldest == "" || c.at.Before(d.plans[oldest].at) {
-				oldest = id
-			}
-		}
-		delete(d.plans, oldest)
-	}
-	d.plans[p.ID] = cachedPlan{p: p, at: now}
-}
-
-// planByID returns a dry run made within planTTL; 404 if never made, 410
-// once too old to apply.
-func (d *Daemon) planByID(id string) (*plan.Plan, error) {
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	c, ok := d.plans[id]
-	if !ok {
-		return nil, notFound("plan %q: not made by this daemon within the last %s (GET /v1/plan makes one)", id, planTTL)
-	}
-	if time.Since(c.at) > planTTL {
-		delete(d.plans, id)
-		return nil, &apiError{410, openapi.Archived, "plan_id", fmt.Sprintf("plan %q is older than %s: make a new one", id, planTTL)}
-	}
-	return c.p, nil
+	d.event(Event{Kind: "pass", Pass: &rep})
 }
 
 // announce sends the notices of an applied pass.
 func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
-	now := time.Now().UTC()
+	now := d.clock.Now().UTC()
 	for _, n := range p.Scheduled {
-		s.notifier.Send(notify.Event{Event: notify.Scheduled, Runtime: n.Runtime, Backend: n.Backend, Step: string(n.Step),
-			Due: n.Due, Reason: n.Reason, PlanID: p.ID, At: now, HowToStop: howToCancel(n.Backend, n.Runtime)})
+		s.notifier.Send(notify.Event{Event: notify.Scheduled, Runtime: n.Runtime, Backend: n.Backend, Source: n.Source, Step: string(n.Step),
+			Due: n.Due, Reason: n.Reason, PlanID: p.ID, At: now, HowToStop: howToCancel(n.Key())})
 	}
 	for _, r := range res.Results {
-		ev := notify.Event{Runtime: r.Runtime, Backend: r.Backend, Step: string(r.Step), Reason: r.Reason,
+		ev := notify.Event{Runtime: r.Runtime, Backend: r.Backend, Source: r.Source, Step: string(r.Step), Reason: r.Reason,
 			FreedBytes: r.FreedBytes, ArchiveID: r.ArchiveID, PlanID: p.ID, At: now}
 		switch {
 		case r.Outcome == plan.Failed:
@@ -219,10 +84,11 @@ func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
 	}
 }
 
-func howToCancel(backendName, id string) string {
-	q := "?backend=" + backendName
+func howToCancel(k backend.Key) string {
+	id := url.PathEscape(k.ID)
+	q := "?backend=" + url.QueryEscape(k.Backend) + "&source=" + url.QueryEscape(k.Source)
 	return fmt.Sprintf("report activity (POST /v1/runtimes/%s/activity%s), pin it (PUT /v1/runtimes/%s/pin%s), "+
-		"lease it (POST /v1/runtimes/%s/lease%s) or take a hold; or run: reclaimer pin %s", id, q, id, q, id, q, id)
+		"lease it (POST /v1/runtimes/%s/lease%s) or take a hold; or run: reclaimer pin %s", id, q, id, q, id, q, k)
 }
 
 // recordDelivery journals each webhook delivery and counts it.
@@ -234,13 +100,14 @@ func (d *Daemon) recordDelivery(del notify.Delivery) {
 		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "attempts", del.Attempts, "err", del.Err)
 	}
 	d.metrics.notices.WithLabelValues(del.Event.Event, result).Inc()
-	k := ledger.Key{Backend: del.Event.Backend, ID: del.Event.Runtime}
+	defer d.event(Event{Kind: "delivery", Err: del.Err})
+	k := ledger.Key{Source: del.Event.Source, Backend: del.Event.Backend, ID: del.Event.Runtime}
 	if k.Validate() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	now := time.Now().UTC()
+	now := d.clock.Now().UTC()
 	id, err := d.raw.AppendIntent(ctx, ledger.Intent{PlanID: del.Event.PlanID, Key: k, Step: "notify", Reason: reason, At: now})
 	if err == nil {
 		err = d.raw.RecordOutcome(ctx, id, ledger.Outcome{Result: result, Reason: reason, At: now})
@@ -257,15 +124,13 @@ func (d *Daemon) loop(ctx context.Context) {
 		d.runScheduled(ctx, trigger)
 		trigger = "timer"
 		interval := d.setupNow().server.Interval
-		d.stateMu.Lock()
-		d.nextPass = time.Now().Add(interval).UTC()
-		d.stateMu.Unlock()
-		t := time.NewTimer(interval)
+		d.app.SetNextPass(d.clock.Now().Add(interval).UTC())
+		t := d.clock.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		case <-d.fullCh:
 			t.Stop()
 			trigger = "reconnect"
@@ -274,12 +139,12 @@ func (d *Daemon) loop(ctx context.Context) {
 }
 
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
-	if _, _, err := d.pass(ctx, passRequest{trigger: trigger}); err != nil && ctx.Err() == nil {
+	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
 	}
 	d.syncNative(ctx)
 	// Expired holds protect nothing; a day of them is kept for reading.
-	if n, err := d.raw.PruneHolds(ctx, time.Now().Add(-24*time.Hour)); err != nil && ctx.Err() == nil {
+	if n, err := d.app.PruneHolds(ctx); err != nil && ctx.Err() == nil {
 		d.log.Warn("prune expired holds", "err", err)
 	} else if n > 0 {
 		d.log.Debug("pruned expired holds", "holds", n)
@@ -290,14 +155,10 @@ func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
 // first: the provider acts between passes), after the loop's own pass.
 // Leases and holds taken since extend those timers here too.
 func (d *Daemon) syncNative(ctx context.Context) {
-	s := d.setupNow()
-	if !slices.ContainsFunc(s.sources, func(src engine.Source) bool {
-		_, ok := backend.As[backend.NativeLifecycle](src.Backend)
-		return ok
-	}) {
+	if !d.app.HasNative(nil) {
 		return
 	}
-	rep, err := native.Sync(ctx, native.Options{Sources: s.sources, Ledger: d.store})
+	rep, err := d.app.Native(ctx, true, nil)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		d.log.Error("native sync", "err", err)
@@ -305,33 +166,29 @@ func (d *Daemon) syncNative(ctx context.Context) {
 		d.log.Info("native sync", "written", rep.Written, "failed", rep.Failed, "drifted", rep.Drifted,
 			"problems", len(rep.Problems))
 	}
+	d.event(Event{Kind: "native", Err: err})
 }
 
 // syncNativeOf pushes a hold or lease just taken on k into its provider's
 // own timers at once (an E2B timeout due in a minute must not pause a
 // sandbox a host just took a ten-minute hold on), in the background: the
 // request that took it does not wait on the provider.
-func (d *Daemon) syncNativeOf(k ledger.Key) {
-	s := d.setupNow()
-	if !slices.ContainsFunc(s.sources, func(src engine.Source) bool {
-		_, ok := backend.As[backend.NativeLifecycle](src.Backend)
-		return ok && src.Backend.Name() == k.Backend
-	}) {
+func (d *Daemon) syncNativeOf(k backend.Key) {
+	if !d.app.HasNative(&k) {
 		return
 	}
-	d.mu.Lock()
-	runCtx := d.runCtx
-	d.mu.Unlock()
+	runCtx := d.watchCtx()
 	if runCtx == nil || runCtx.Err() != nil {
 		return // not serving, or stopping: the next start's pass syncs
 	}
 	d.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(runCtx, time.Minute)
 		defer cancel()
-		if _, err := native.Sync(ctx, native.Options{Sources: s.sources, Ledger: d.store,
-			Only: []backend.Key{{Backend: k.Backend, ID: k.ID}}}); err != nil {
+		_, err := d.app.Native(ctx, true, []backend.Key{k})
+		if err != nil {
 			d.log.Warn("native sync after a hold or lease", "runtime", k.String(), "err", err)
 		}
+		d.event(Event{Kind: "native", Err: err})
 	})
 }
 
@@ -358,8 +215,7 @@ func (d *Daemon) watch(ctx context.Context) {
 				break drain
 			}
 		}
-		_, _, err := d.pass(ctx, passRequest{trigger: "watch",
-			opts: engine.PlanOptions{Only: keys, Steps: []backend.Step{backend.StepCaches}}})
+		_, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: "watch", Only: keys, Steps: []backend.Step{backend.StepCaches}})
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("pass after a change", "runtimes", len(keys), "err", err)
 		}
@@ -375,10 +231,8 @@ func (d *Daemon) startWatchers(ctx context.Context) {
 		d.stopWatch()
 	}
 	d.stopWatch = cancel
-	s := d.cur
 	d.mu.Unlock()
-	for i := range s.sources {
-		src := s.sources[i]
+	for _, src := range d.app.Sources() {
 		if w, ok := backend.As[backend.Watcher](src.Backend); ok {
 			go d.watchOne(wctx, src, w)
 		}
@@ -398,26 +252,27 @@ func (d *Daemon) watchOne(ctx context.Context, src engine.Source, w backend.Watc
 			default:
 			}
 		}
-		started := time.Now()
+		started := d.clock.Now()
+		d.event(Event{Kind: "watch", Source: src.Name})
 		err := w.Watch(ctx, func(id string) {
 			select {
-			case d.kickCh <- backend.Key{Backend: name, ID: id}:
+			case d.kickCh <- backend.Key{Source: src.Name, Backend: name, ID: id}:
 			default: // a burst: the next full pass covers the rest
 			}
 		})
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(started) > time.Minute {
+		if d.clock.Now().Sub(started) > time.Minute {
 			backoff = time.Second // it ran a good while: start over
 		}
-		d.log.Warn("watch events; retrying", "source", src.Name, "err", err, "in", backoff.String())
-		t := time.NewTimer(backoff)
+		d.log.Warn("watch events; retrying", "source", src.Label, "err", err, "in", backoff.String())
+		t := d.clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		backoff = min(backoff*2, time.Minute)
 	}
@@ -426,7 +281,8 @@ func (d *Daemon) watchOne(ctx context.Context, src engine.Source, w backend.Watc
 // Reload re-reads the configuration and swaps it in between passes,
 // logging what changed. A configuration that does not load changes
 // nothing.
-func (d *Daemon) Reload(ctx context.Context) error {
+func (d *Daemon) Reload(ctx context.Context) (err error) {
+	defer func() { d.event(Event{Kind: "reload", Err: err}) }()
 	old := d.setupNow()
 	cfg, err := loadConfig(d.opts.ConfigPath)
 	if err != nil {
@@ -446,14 +302,13 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	if ns.Listen != old.server.Listen {
 		d.log.Warn("reload: listen takes effect at the next start")
 	}
-	select {
-	case d.passSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-d.passSem }()
 	s, err := d.build(cfg)
 	if err != nil {
+		d.log.Error("reload: configuration not changed", "err", err)
+		return err
+	}
+	if err := d.app.Reload(ctx, cfg); err != nil {
+		d.closeSetup(s)
 		d.log.Error("reload: configuration not changed", "err", err)
 		return err
 	}
@@ -501,14 +356,30 @@ func orNone(s string) string {
 	return s
 }
 
-// toJSONValue turns a configuration into maps keyed as in the file.
-func toJSONValue(v any) any {
-	data, err := toml.Marshal(v)
+// toJSONValue turns a configuration into maps keyed as in the file, but
+// for the source tables, keyed by their stable names: a table added or
+// moved is one change, not one for each table after it.
+func toJSONValue(c *config.Config) any {
+	data, err := c.Marshal()
 	if err != nil {
 		return nil
 	}
 	var out map[string]any
 	_ = toml.Unmarshal(data, &out)
+	names := map[string][]string{}
+	for _, src := range c.Sources {
+		names[src.Kind] = append(names[src.Kind], src.Name())
+	}
+	for table, ns := range names {
+		tables, ok := out[table].([]any)
+		if !ok || len(tables) != len(ns) {
+			continue
+		}
+		delete(out, table)
+		for i, t := range tables {
+			out[ns[i]] = t
+		}
+	}
 	return out
 }
 

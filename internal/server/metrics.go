@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -24,6 +24,8 @@ type metrics struct {
 	failed         *prometheus.CounterVec
 	runtimes       *prometheus.GaugeVec
 	usage          *prometheus.GaugeVec
+	problems       *prometheus.GaugeVec
+	listed         *prometheus.GaugeVec
 	activity       prometheus.Counter
 	holdsTaken     prometheus.Counter
 	notices        *prometheus.CounterVec
@@ -44,6 +46,10 @@ func newMetrics(activeHolds func() float64) *metrics {
 			Name: "reclaimer_runtimes", Help: "Runtimes seen by the last pass, by state and backend."}, []string{"state", "backend"}),
 		usage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "reclaimer_filesystem_usage_ratio", Help: "Used fraction of each managed filesystem at the last pass."}, []string{"path"}),
+		problems: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reclaimer_problems", Help: "What the last full pass could not look at, by problem code (alert on any)."}, []string{"code"}),
+		listed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "reclaimer_source_listed", Help: "1 when the last full pass could list the source, 0 when not."}, []string{"source", "backend"}),
 		activity: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "reclaimer_activity_reports_total", Help: "Activity reports accepted."}),
 		holdsTaken: prometheus.NewCounter(prometheus.CounterOpts{
@@ -54,7 +60,7 @@ func newMetrics(activeHolds func() float64) *metrics {
 			Name: "reclaimer_http_request_duration_seconds", Help: "API request latency, by route and status.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10}}, []string{"route", "code"}),
 	}
-	m.reg.MustRegister(m.passDuration, m.freed, m.failed, m.runtimes, m.usage, m.activity, m.holdsTaken, m.notices,
+	m.reg.MustRegister(m.passDuration, m.freed, m.failed, m.runtimes, m.usage, m.problems, m.listed, m.activity, m.holdsTaken, m.notices,
 		m.requestLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "reclaimer_holds_active", Help: "Holds in force now."}, activeHolds))
 	return m
@@ -65,7 +71,7 @@ func (m *metrics) handler() http.Handler {
 }
 
 // observePass records one pass.
-func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w *engine.World, res *plan.Applied) {
+func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w *engine.World, p *plan.Plan, res *plan.Applied) {
 	dry := "false"
 	if dryRun {
 		dry = "true"
@@ -84,6 +90,20 @@ func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w
 	if w == nil {
 		return
 	}
+	m.problems.Reset()
+	if p != nil {
+		for _, pr := range p.Problems {
+			m.problems.WithLabelValues(string(pr.Code)).Inc()
+		}
+	}
+	m.listed.Reset()
+	for _, l := range w.Sources {
+		up := 0.0
+		if l.OK {
+			up = 1
+		}
+		m.listed.WithLabelValues(l.Source.Name, l.Source.Backend.Name()).Set(up)
+	}
 	m.runtimes.Reset()
 	for _, s := range w.Runtimes {
 		m.runtimes.WithLabelValues(string(s.Runtime.State), s.Runtime.Backend).Inc()
@@ -94,16 +114,16 @@ func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w
 	// What this pass removed is counted in its new state.
 	if res != nil {
 		for _, r := range res.Results {
-			s := w.Find(backend.Key{Backend: r.Backend, ID: r.Runtime})
+			s := w.Find(r.Key())
 			if r.Outcome != plan.Done || !r.Step.Destructive() || s == nil {
 				continue
 			}
 			m.runtimes.WithLabelValues(string(s.Runtime.State), r.Backend).Dec()
-			state := backend.StateDeleted
-			if r.Step == backend.StepArchive {
-				state = backend.StateArchived
+			state := "deleted"
+			if r.Step == "archive" {
+				state = "archived"
 			}
-			m.runtimes.WithLabelValues(string(state), r.Backend).Inc()
+			m.runtimes.WithLabelValues(state, r.Backend).Inc()
 		}
 	}
 	m.usage.Reset()
@@ -113,11 +133,11 @@ func (m *metrics) observePass(trigger string, dryRun bool, took time.Duration, w
 }
 
 // activeHoldsFunc counts holds in force, for the gauge (read at scrape).
-func activeHoldsFunc(store ledger.Store) func() float64 {
+func activeHoldsFunc(store ledger.Store, c clock.Clock) func() float64 {
 	return func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		hs, err := store.ListHolds(ctx, ledger.HoldFilter{Now: time.Now()})
+		hs, err := store.ListHolds(ctx, ledger.HoldFilter{Now: c.Now()})
 		if err != nil {
 			return -1
 		}

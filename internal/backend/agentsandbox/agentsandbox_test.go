@@ -264,7 +264,7 @@ func TestIdleSuspendSetsOperatingMode(t *testing.T) {
 		return m["idle"].State == backend.StateRunning && m["busy"].State == backend.StateRunning
 	})
 	e.clock.Advance(2 * time.Hour)
-	must(t, e.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Backend: agentsandbox.Name, ID: "busy"}, At: e.clock.Now().Add(-time.Minute)}}))
+	must(t, e.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Source: "agent_sandbox[0]", Backend: agentsandbox.Name, ID: "busy"}, At: e.clock.Now().Add(-time.Minute)}}))
 	p, res := e.pass(t)
 	if len(p.Actions) != 1 || p.Actions[0].Runtime != "idle" || p.Actions[0].Step != backend.StepSuspend || res.Results[0].Outcome != plan.Done {
 		t.Fatalf("plan %+v, results %+v", p.Actions, res.Results)
@@ -330,7 +330,7 @@ func TestLeaseMovesShutdownTime(t *testing.T) {
 	ctx := context.Background()
 	_, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true})
 	must(t, err)
-	_, err = e.store.Update(ctx, ledger.Key{Backend: agentsandbox.Name, ID: "leased"}, func(r *ledger.RuntimeRecord) error {
+	_, err = e.store.Update(ctx, ledger.Key{Source: "agent_sandbox[0]", Backend: agentsandbox.Name, ID: "leased"}, func(r *ledger.RuntimeRecord) error {
 		r.LeaseUntil = now.Add(5 * time.Hour)
 		return nil
 	})
@@ -395,7 +395,7 @@ func TestRetentionSnapshotsThenDeletesTheSandbox(t *testing.T) {
 	if len(res.Results) != 1 || res.Results[0].Outcome != plan.Done {
 		t.Fatalf("with a ready snapshot: %+v", res.Results)
 	}
-	archives, err := e.store.ListArchives(context.Background(), ledger.Key{Backend: agentsandbox.Name, ID: "old"})
+	archives, err := e.store.ListArchives(context.Background(), ledger.Key{Source: "agent_sandbox[0]", Backend: agentsandbox.Name, ID: "old"})
 	must(t, err)
 	m, err := archive.ParseManifest(archives[0].Manifest)
 	must(t, err)

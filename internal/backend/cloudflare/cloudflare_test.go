@@ -264,7 +264,9 @@ func TestPersistFailureDestroysNothing(t *testing.T) {
 func TestProtectedSandboxesUntouched(t *testing.T) {
 	e := setup(t, policy.Settings{}, true)
 	ctx := context.Background()
-	lk := func(id string) ledger.Key { return ledger.Key{Backend: cloudflare.Name, ID: id} }
+	lk := func(id string) ledger.Key {
+		return ledger.Key{Source: "cloudflare[0]", Backend: cloudflare.Name, ID: id}
+	}
 	plans := map[string]*plan.Plan{}
 	for _, id := range []string{"held", "leased", "pinned"} {
 		e.asleep(id, t0.Add(-72*time.Hour))
@@ -312,10 +314,10 @@ func TestBurstOutageAndKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") {
-		t.Fatalf("outage not reported: %+v", p.Skipped)
+	if len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable {
+		t.Fatalf("outage not reported: %+v", p.Problems)
 	}
-	if s := fmt.Sprint(p.Skipped); strings.Contains(s, apiToken) || strings.Contains(s, bridgeKey) {
+	if s := fmt.Sprint(p.Problems); strings.Contains(s, apiToken) || strings.Contains(s, bridgeKey) {
 		t.Fatal("a key leaked")
 	}
 	// The registered names could not be read: the source fails, loudly.

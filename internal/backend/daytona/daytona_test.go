@@ -131,13 +131,13 @@ func TestHeldAndLeasedUntouched(t *testing.T) {
 	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Update(ctx, ledger.Key{Backend: "daytona", ID: "leased"}, func(r *ledger.RuntimeRecord) error {
+	if _, err := e.store.Update(ctx, ledger.Key{Source: "daytona[0]", Backend: "daytona", ID: "leased"}, func(r *ledger.RuntimeRecord) error {
 		r.LeaseUntil = t0.Add(time.Hour)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Backend: "daytona", ID: "held"}, Holder: "agent", TTL: time.Hour, Now: t0}); err != nil {
+	if _, err := e.store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Source: "daytona[0]", Backend: "daytona", ID: "held"}, Holder: "agent", TTL: time.Hour, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := e.pass(t); len(p.Actions) != 0 {
@@ -213,7 +213,7 @@ func TestLifecycleIntervalsAsTheSpecSays(t *testing.T) {
 	e.f.Add(fakes.DaytonaSandbox{ID: "s", State: "started", Labels: selector, CreatedAt: t0, LastActivity: t0,
 		AutoStop: 15, AutoArchive: 0, AutoDelete: 0})
 	ctx := context.Background()
-	rt := backend.Runtime{Key: backend.Key{Backend: "daytona", ID: "s"}}
+	rt := backend.Runtime{Key: backend.Key{Source: "daytona[0]", Backend: "daytona", ID: "s"}}
 	cur, err := e.b.Lifecycle(ctx, rt, backend.LifecycleOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ func TestCrashMidArchiveFinishesAsArchive(t *testing.T) {
 	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	k := ledger.Key{Backend: "daytona", ID: "s"}
+	k := ledger.Key{Source: "daytona[0]", Backend: "daytona", ID: "s"}
 	if _, err := e.store.AppendIntent(ctx, ledger.Intent{PlanID: "p1", Key: k, Step: string(backend.StepArchive), At: t0}); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,70 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if err != nil {
 		return nil, err
 	}
-	return append(rts, unowned...), ctx.Err()
+	rts = append(rts, unowned...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(want) > 0 {
+		return rts, nil
+	}
+	return rts, b.diagnose(all, rts)
+}
+
+// diagnose says what a full listing could not see, in plain words: a
+// selector that matched no container (not a failure: reported only when
+// the ledger knows containers of the source), a home or workspace that no
+// matched container mounts, a root that does not exist.
+func (b *Backend) diagnose(all []dockerclient.Container, rts []backend.Runtime) error {
+	var warnings backend.Warnings
+	for _, r := range b.Roots {
+		if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+			warnings = append(warnings, fmt.Sprintf("root %s does not exist (or is not a folder): no container's folders under it are managed", r))
+		}
+	}
+	var matched []dockerclient.Container
+	for _, c := range all {
+		if b.Matches(c.Labels) {
+			matched = append(matched, c)
+		}
+	}
+	mountedBy := func(dest string) int {
+		n := 0
+		for _, c := range matched {
+			if slices.ContainsFunc(c.Mounts, func(m dockerclient.Mount) bool { return m.Bind() && filepath.Clean(m.Destination) == dest }) {
+				n++
+			}
+		}
+		return n
+	}
+	if len(matched) > 0 {
+		for _, dest := range append([]string{b.Home}, b.Workspaces...) {
+			if dest != "" && mountedBy(filepath.Clean(dest)) == 0 {
+				warnings = append(warnings, fmt.Sprintf("%s is mounted by none of the %d matched containers: nothing of theirs there is managed",
+					dest, len(matched)))
+			}
+		}
+	}
+	switch {
+	case len(warnings) > 0:
+		return warnings
+	case len(rts) == 0:
+		return backend.EmptyListing(fmt.Sprintf("selector %s matched 0 of %d containers", selectorText(b.Labels), len(all)))
+	}
+	return nil
+}
+
+func selectorText(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ",")
 }
 
 // activeStates are the Engine states in which a container has processes.

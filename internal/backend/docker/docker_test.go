@@ -185,7 +185,7 @@ func TestArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := w.Find(backend.Key{Backend: docker.Name, ID: execOnly}); s == nil || s.Filesystem == "" || s.Runtime.Storage == "" {
+	if s := w.Find(backend.Key{Source: "docker[0]", Backend: docker.Name, ID: execOnly}); s == nil || s.Filesystem == "" || s.Runtime.Storage == "" {
 		t.Errorf("%s has no managed filesystem: %+v", execOnly, s)
 	}
 
@@ -210,7 +210,7 @@ func TestArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 		restored := filepath.Join(t.TempDir(), "restored")
-		if _, err := h.backend.Restore(ctx, backend.Key{Backend: docker.Name, ID: id}, h.restoreOptions(a, restored)); err != nil {
+		if _, err := h.backend.Restore(ctx, backend.Key{Source: "docker[0]", Backend: docker.Name, ID: id}, h.restoreOptions(a, restored)); err != nil {
 			t.Errorf("restore %s: %v", id, err)
 		}
 		switch id {
@@ -245,7 +245,7 @@ func TestArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := backend.Key{Backend: docker.Name, ID: sandbox}
+	key := backend.Key{Source: "docker[0]", Backend: docker.Name, ID: sandbox}
 	if _, err := h.backend.Restore(ctx, key, h.restoreOptions(a, "")); err != nil {
 		t.Fatalf("restore in place: %v", err)
 	}
@@ -345,7 +345,7 @@ func TestLifetimeCap(t *testing.T) {
 	name := h.name("long")
 	h.container(name, h.scope, nil, "/tmp/x=1", "sleep")
 	touch := func() {
-		if err := h.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Backend: docker.Name, ID: name}, At: h.now}}); err != nil {
+		if err := h.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Source: "docker[0]", Backend: docker.Name, ID: name}, At: h.now}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -398,12 +398,8 @@ func TestEngineUnreachableLosesNothing(t *testing.T) {
 	if len(p.Actions) != 0 || len(res.Results) != 0 {
 		t.Fatalf("acted without an Engine: %+v", p.Actions)
 	}
-	found := false
-	for _, sk := range p.Skipped {
-		found = found || strings.Contains(sk.Reason, "listing failed")
-	}
-	if !found {
-		t.Errorf("the plan does not say the listing failed: %+v", p.Skipped)
+	if len(p.Problems) != 1 || p.Problems[0].Code != plan.SourceUnreadable || p.Problems[0].Source != "docker[0]" {
+		t.Errorf("the plan does not say the listing failed: %+v", p.Problems)
 	}
 	if rec := h.record(paused); rec.State != string(backend.StateRunning) {
 		t.Errorf("without an Engine the container was recorded %s", rec.State)

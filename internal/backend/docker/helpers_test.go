@@ -252,7 +252,7 @@ func (h *harness) mustBeGone(paths ...string) {
 
 func (h *harness) record(id string) ledger.RuntimeRecord {
 	h.t.Helper()
-	r, err := h.store.Runtime(context.Background(), ledger.Key{Backend: docker.Name, ID: id})
+	r, err := h.store.Runtime(context.Background(), ledger.Key{Source: "docker[0]", Backend: docker.Name, ID: id})
 	if err != nil {
 		h.t.Fatalf("ledger record of %s: %v", id, err)
 	}

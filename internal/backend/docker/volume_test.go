@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -41,7 +42,8 @@ func TestEveryMountKindCounts(t *testing.T) {
 	h.container(mine, h.scope, []string{used + ":/home"})
 
 	rts, err := h.backend.List(ctx, backend.ListOptions{Light: true})
-	if err != nil {
+	var warn backend.Warnings
+	if err != nil && !errors.As(err, &warn) { // no container mounts /workspace: said, not a failure
 		t.Fatal(err)
 	}
 	for _, rt := range rts {

@@ -79,7 +79,7 @@ func TestIdleSandboxIsPausedNotOthers(t *testing.T) {
 	e.add("foreign", "running", t0.Add(-2*time.Hour), map[string]string{"owner": "someone-else"})
 	e.add("asleep", "paused", t0.Add(-2*time.Hour), nil)
 	// The ledger is E2B's only activity source.
-	if err := e.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Backend: "e2b", ID: "busy"}, At: t0.Add(-5 * time.Minute)}}); err != nil {
+	if err := e.store.RecordActivity(context.Background(), []ledger.Activity{{Key: ledger.Key{Source: "e2b[0]", Backend: "e2b", ID: "busy"}, At: t0.Add(-5 * time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	p, res := e.pass(t)
@@ -132,13 +132,13 @@ func TestHeldAndLeasedUntouched(t *testing.T) {
 	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Update(ctx, ledger.Key{Backend: "e2b", ID: "leased"}, func(r *ledger.RuntimeRecord) error {
+	if _, err := e.store.Update(ctx, ledger.Key{Source: "e2b[0]", Backend: "e2b", ID: "leased"}, func(r *ledger.RuntimeRecord) error {
 		r.LeaseUntil = t0.Add(2 * time.Hour)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Backend: "e2b", ID: "held"}, Holder: "agent-7", TTL: time.Hour, Now: t0}); err != nil {
+	if _, err := e.store.TakeHold(ctx, ledger.HoldRequest{Key: ledger.Key{Source: "e2b[0]", Backend: "e2b", ID: "held"}, Holder: "agent-7", TTL: time.Hour, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := e.pass(t)
@@ -161,7 +161,7 @@ func TestPausedSandboxNeverResumedByInspection(t *testing.T) {
 		if _, err := e.b.List(ctx, backend.ListOptions{IDs: []string{"asleep"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.b.Lifecycle(ctx, backend.Runtime{Key: backend.Key{Backend: "e2b", ID: "asleep"}}, backend.LifecycleOptions{}); err != nil {
+		if _, err := e.b.Lifecycle(ctx, backend.Runtime{Key: backend.Key{Source: "e2b[0]", Backend: "e2b", ID: "asleep"}}, backend.LifecycleOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,10 +191,10 @@ func TestBurstsOf429And500(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 0 || len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") {
-		t.Fatalf("outage not reported: %+v %+v", p.Actions, p.Skipped)
+	if len(p.Actions) != 0 || len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable {
+		t.Fatalf("outage not reported: %+v %+v", p.Actions, p.Problems)
 	}
-	if strings.Contains(fmt.Sprint(p.Skipped), key) {
+	if strings.Contains(fmt.Sprint(p.Problems), key) {
 		t.Fatal("the key leaked into a message")
 	}
 }
@@ -242,7 +242,7 @@ func TestTimeoutOfKillSandboxOnlyExtended(t *testing.T) {
 	e := setup(t, policy.Settings{})
 	e.f.Add(fakes.E2BSandbox{ID: "k", State: "running", StartedAt: t0, EndAt: t0.Add(time.Hour), Metadata: selector, OnTimeout: "kill"})
 	ctx := context.Background()
-	rt := backend.Runtime{Key: backend.Key{Backend: "e2b", ID: "k"}}
+	rt := backend.Runtime{Key: backend.Key{Source: "e2b[0]", Backend: "e2b", ID: "k"}}
 	cur, err := e.b.Lifecycle(ctx, rt, backend.LifecycleOptions{})
 	if err != nil || cur.DeadlineStep != backend.StepDelete || !cur.Deadline.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("read: %+v %v", cur, err)

@@ -345,6 +345,8 @@ func (e *env) playSnapshotController(t testing.TB) {
 	}()
 }
 
-func key(id string) ledger.Key { return ledger.Key{Backend: kbackend.Name, ID: id} }
+func key(id string) ledger.Key {
+	return ledger.Key{Source: "kubernetes[0]", Backend: kbackend.Name, ID: id}
+}
 
 func fmtKinds(m map[string]int) string { return fmt.Sprint(m) }

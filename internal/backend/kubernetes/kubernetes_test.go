@@ -366,7 +366,7 @@ func TestAPIServerRestartingMidPass(t *testing.T) {
 	}()
 	res, err := e.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
 	must(t, err)
-	if r := outcome(res, "idle"); r.Outcome != plan.Failed || !strings.Contains(r.Reason, "re-observe") || !strings.Contains(r.Reason, "listing failed") {
+	if r := outcome(res, "idle"); r.Outcome != plan.Failed || !strings.Contains(r.Reason, "re-observe") || !strings.Contains(r.Reason, "connection refused") {
 		t.Fatalf("apply with the API server down: %+v", r)
 	}
 	l, _ := backend.As[backend.Lister](e.b)
@@ -441,8 +441,8 @@ func TestMissingVerbIsAClearProblem(t *testing.T) {
 	}
 	p, _, err := blind.eng.Plan(context.Background(), engine.PlanOptions{})
 	must(t, err)
-	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "may not") {
-		t.Fatalf("the plan does not report the source: %+v", p.Skipped)
+	if len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable || !strings.Contains(p.Problems[0].Message, "may not") {
+		t.Fatalf("the plan does not report the source: %+v", p.Problems)
 	}
 }
 

@@ -209,3 +209,22 @@ func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts ba
 // RealDir tells whether path is a directory inside root reached without a
 // symbolic link or a mount point on the way.
 func RealDir(root, path string) bool { return Inside(root, path) && realDir(root, path) }
+
+// Folder checks that a configured folder exists and is one, and says what
+// is wrong in plain words when not: "repository /x does not exist",
+// "root /srv/runs is not a folder". A listing starts with it so that its
+// source's problem names the cause, not the system call that met it.
+func Folder(what, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s %s does not exist", what, path)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%s %s cannot be read: permission denied", what, path)
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s %s is not a folder", what, path)
+	}
+	return nil
+}

@@ -204,7 +204,7 @@ func TestFailedSnapshotRemovesNothing(t *testing.T) {
 func TestHeldLeasedPinnedUntouched(t *testing.T) {
 	e := setup(t, policy.Settings{})
 	ctx := context.Background()
-	lk := func(id string) ledger.Key { return ledger.Key{Backend: modal.Name, ID: id} }
+	lk := func(id string) ledger.Key { return ledger.Key{Source: "modal[0]", Backend: modal.Name, ID: id} }
 	for _, id := range []string{"sb-held", "sb-leased", "sb-pinned"} {
 		e.add(id, t0.Add(-2*time.Hour), nil)
 	}
@@ -313,8 +313,8 @@ func TestBurstOutageAndCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") {
-		t.Fatalf("outage not reported: %+v", p.Skipped)
+	if len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable {
+		t.Fatalf("outage not reported: %+v", p.Problems)
 	}
 	for range 2 {
 		if _, err := e.b.List(ctx, backend.ListOptions{}); !errors.Is(err, remote.ErrUnavailable) {

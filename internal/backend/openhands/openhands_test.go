@@ -253,7 +253,7 @@ func newWorld(t *testing.T, a *agentServer, b *openhands.Backend, settings polic
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.Options{Ledger: store, StateDir: filepath.Join(base, "state"), ArchiveDir: archives, Sink: local,
-		Sources: []engine.Source{{Name: "openhands[0]", Backend: b, Settings: settings}}})
+		Sources: []engine.Source{{Name: sourceName, Backend: b, Settings: settings}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,11 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Backend: k.Backend, ID: k.ID} }
+// toLedgerKey is the key the engine records a runtime of the test's one
+// source under.
+func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Source: sourceName, Backend: k.Backend, ID: k.ID} }
+
+const sourceName = "openhands[0]"
 
 // TestOrphansAreSwept: with no policy but the orphan sweep (grace zero), a
 // runtime folder without a manifest is archived and removed, the

@@ -149,7 +149,7 @@ func TestRetentionForcedPathKeepsConversations(t *testing.T) {
 		t.Fatal("the forced path deleted the conversation (its transcript)")
 	}
 	// The record knows which conversations used it.
-	rec, err := e.store.Runtime(context.Background(), ledger.Key{Backend: "openhands", ID: "stale"})
+	rec, err := e.store.Runtime(context.Background(), ledger.Key{Source: "openhands[0]", Backend: "openhands", ID: "stale"})
 	if err != nil || rec.State != string(backend.StateArchived) {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
@@ -224,7 +224,7 @@ func TestHeldLeasedPinnedUntouched(t *testing.T) {
 	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	lk := func(id string) ledger.Key { return ledger.Key{Backend: "openhands", ID: id} }
+	lk := func(id string) ledger.Key { return ledger.Key{Source: "openhands[0]", Backend: "openhands", ID: id} }
 	if _, err := e.store.Update(ctx, lk("leased"), func(r *ledger.RuntimeRecord) error { r.LeaseUntil = t0.Add(2 * time.Hour); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +296,8 @@ func TestBurstOutageAndCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 0 || len(p.Skipped) == 0 || !strings.Contains(p.Skipped[0].Reason, "listing failed") {
-		t.Fatalf("outage not reported: %+v %+v", p.Actions, p.Skipped)
+	if len(p.Actions) != 0 || len(p.Problems) == 0 || p.Problems[0].Code != plan.SourceUnreadable {
+		t.Fatalf("outage not reported: %+v %+v", p.Actions, p.Problems)
 	}
 	// After three failed requests in a row the client cools down: the
 	// next listing fails at once, without a request.

@@ -63,6 +63,9 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 			}
 		}
 	} else {
+		if err := local.Folder("folder", b.Root); err != nil {
+			return nil, err
+		}
 		var err error
 		if names, err = childDirs(b.Root); err != nil {
 			return nil, fmt.Errorf("list %s: %w", b.Root, err)

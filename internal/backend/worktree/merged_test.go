@@ -11,7 +11,6 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
-	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
@@ -88,8 +87,10 @@ func TestMergedWorkIsNotUnsaved(t *testing.T) {
 	var reqs []policy.Request
 	keys := map[string]backend.Key{}
 	for _, p := range []string{merged, open} {
-		keys[p] = byPath[p].Key
-		reqs = append(reqs, policy.Request{Key: byPath[p].Key, Step: backend.StepDelete})
+		k := byPath[p].Key
+		k.Source = "worktrees[0]" // the engine's key carries its source
+		keys[p] = k
+		reqs = append(reqs, policy.Request{Key: k, Step: backend.StepDelete})
 	}
 	p, _, err := eng.Plan(ctx, engine.PlanOptions{Requests: reqs})
 	if err != nil {
@@ -108,7 +109,7 @@ func TestMergedWorkIsNotUnsaved(t *testing.T) {
 		if _, err := os.Lstat(path); err == nil {
 			t.Errorf("%s is still there", path)
 		}
-		got, err := store.ListArchives(ctx, ledger.Key{Backend: keys[path].Backend, ID: keys[path].ID})
+		got, err := store.ListArchives(ctx, keys[path])
 		if err != nil {
 			t.Fatal(err)
 		}

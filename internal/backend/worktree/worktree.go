@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +68,13 @@ func contains(ids []string, id string) bool {
 
 func (b *Backend) find(ctx context.Context) ([]found, error) {
 	if b.Repo != "" {
+		if err := local.Folder("repository", b.Repo); err != nil {
+			return nil, err
+		}
 		return b.fromRepo(ctx, b.Repo, "")
+	}
+	if err := local.Folder("folder", b.Root); err != nil {
+		return nil, err
 	}
 	// Every linked worktree (a folder whose .git is a file) up to three
 	// levels below the root.
@@ -103,7 +111,7 @@ func (b *Backend) find(ctx context.Context) ([]found, error) {
 func (b *Backend) fromRepo(ctx context.Context, repo, within string) ([]found, error) {
 	wts, err := b.Git.Worktrees(ctx, repo)
 	if err != nil {
-		return nil, fmt.Errorf("list worktrees of %s: %w", repo, err)
+		return nil, err // it names the repository already
 	}
 	common, err := b.Git.CommonDir(ctx, repo)
 	if err != nil {
@@ -272,6 +280,9 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	repo := rt.Labels["repo"]
 	if repo == "" || rt.Path == filepath.Clean(repo) || !local.Inside(rt.Root, rt.Path) {
 		return fmt.Errorf("delete %s: %q is not a linked worktree inside %s: %w", rt.Key, rt.Path, rt.Root, backend.ErrProtected)
+	}
+	if _, err := os.Lstat(rt.Path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %s is gone already: %w", rt.Key, rt.Path, backend.ErrNotFound)
 	}
 	// Never take another checkout along: a worktree or the repository
 	// itself nested inside this one.

@@ -83,7 +83,7 @@ func (l Locker) Lock(ctx context.Context, k ledger.Key, wait time.Duration) (fun
 
 // try takes k's lock without waiting, or reports ledger.ErrLocked itself.
 func (l Locker) try(k ledger.Key) (func() error, error) {
-	sum := sha256.Sum256([]byte(k.String()))
+	sum := sha256.Sum256([]byte(k.Unique())) // source included: two sources' "dev" are two runtimes
 	path := filepath.Join(l.dir, hex.EncodeToString(sum[:12])+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Runtimes/StatesAndDecided", testStatesAndDecided},
 		{"Runtimes/UpdateSetsAndClears", testUpdateSetsAndClears},
 		{"Runtimes/UpdateWritesNothingOnError", testUpdateWritesNothingOnError},
+		{"Runtimes/SourcesAreDistinct", testSourcesAreDistinct},
 		{"Activity/KeepsNewest", testActivityKeepsNewest},
 		{"Activity/BatchIsAtomic", testActivityBatchIsAtomic},
 		{"Holds/Lifecycle", testHoldLifecycle},

@@ -360,3 +360,52 @@ func testStatesAndDecided(t *testing.T, s ledger.Store) {
 	mustEqual(t, "decided in one backend", listKeys(t, s, ledger.RuntimeFilter{Decided: true, Backend: "worktree"}),
 		[]ledger.Key{archived, scheduled})
 }
+
+// testSourcesAreDistinct: two sources of one backend may both have a
+// runtime "dev"; their keys differ by source, and nothing written for one
+// (a pin, activity, a hold, the path) reads back for the other. A source
+// filter lists one source's runtimes, and the order is backend, source, ID.
+func testSourcesAreDistinct(t *testing.T, s ledger.Store) {
+	a := ledger.Key{Source: "http:https://a.example", Backend: "http", ID: "dev"}
+	b := ledger.Key{Source: "http:https://b.example", Backend: "http", ID: "dev"}
+	if err := s.Observe(ctx(t), []ledger.Observation{
+		{Key: b, State: "running", Path: "", At: at(0)},
+		{Key: a, State: "stopped", Path: "/srv/a/dev", At: at(0)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx(t), a, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordActivity(ctx(t), []ledger.Activity{{Key: a, At: at(time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeHold(ctx(t), ledger.HoldRequest{Key: a, Holder: "h", TTL: time.Hour, Now: at(0)}); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := s.Runtime(ctx(t), b)
+	if err != nil || rb.Pinned || rb.State != "running" || rb.Path != "" {
+		t.Fatalf("b after writes to a: %+v, %v", rb, err)
+	}
+	if ra, err := s.Runtime(ctx(t), a); err != nil || ra.Path != "/srv/a/dev" || !ra.Pinned {
+		t.Fatalf("a: %+v, %v", ra, err)
+	}
+	if _, err := s.LastActivity(ctx(t), b); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("activity of b: %v, want not found", err)
+	}
+	if hs, err := s.ListHolds(ctx(t), ledger.HoldFilter{Key: b, Now: at(0)}); err != nil || len(hs) != 0 {
+		t.Fatalf("holds of b: %v, %v", hs, err)
+	}
+	list, err := s.ListRuntimes(ctx(t), ledger.RuntimeFilter{})
+	if err != nil || len(list) != 2 || list[0].Key != a || list[1].Key != b {
+		t.Fatalf("order: %+v, %v", list, err)
+	}
+	only, err := s.ListRuntimes(ctx(t), ledger.RuntimeFilter{Source: b.Source})
+	if err != nil || len(only) != 1 || only[0].Key != b {
+		t.Fatalf("source filter: %+v, %v", only, err)
+	}
+	page, err := s.ListRuntimes(ctx(t), ledger.RuntimeFilter{After: a})
+	if err != nil || len(page) != 1 || page[0].Key != b {
+		t.Fatalf("after a: %+v, %v", page, err)
+	}
+}

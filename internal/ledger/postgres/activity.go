@@ -13,7 +13,7 @@ import (
 // late or repeated report is a no-op.
 var recordActivitySQL = `
 INSERT INTO activity AS a (` + keyColumns + `, at)
-SELECT * FROM unnest(` + keyUnnest(1) + `, $3::int8[])
+SELECT * FROM unnest(` + keyUnnest(1) + `, $4::int8[])
 ON CONFLICT (` + keyColumns + `) DO UPDATE SET at = excluded.at
 WHERE excluded.at > a.at`
 

@@ -20,14 +20,15 @@ import (
 // lease, override or schedule. An observation older than the row's
 // last_seen changes nothing.
 var observeSQL = `
-INSERT INTO runtimes AS r (` + keyColumns + `, state, home, workspaces, labels, size_bytes, first_seen, last_seen)
-SELECT ` + keyUnnestColumns + `, o.state, o.home,
+INSERT INTO runtimes AS r (` + keyColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen)
+SELECT ` + keyUnnestColumns + `, o.state, o.path, o.home,
 	CASE WHEN o.workspaces IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(o.workspaces::jsonb)) END,
 	o.labels::jsonb, o.size_bytes, o.first_seen, o.last_seen
-FROM unnest(` + keyUnnest(1) + `, $3::text[], $4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::int8[])
-	AS o(` + keyUnnestColumns + `, state, home, workspaces, labels, size_bytes, first_seen, last_seen)
+FROM unnest(` + keyUnnest(1) + `, $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::int8[], $11::int8[])
+	AS o(` + keyUnnestColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen)
 ON CONFLICT (` + keyColumns + `) DO UPDATE SET
 	state      = CASE WHEN excluded.state = '' THEN r.state ELSE excluded.state END,
+	path       = CASE WHEN excluded.path = '' THEN r.path ELSE excluded.path END,
 	home       = excluded.home,
 	workspaces = excluded.workspaces,
 	labels     = excluded.labels,
@@ -50,13 +51,14 @@ func (s *Store) Observe(ctx context.Context, obs []ledger.Observation) error {
 	keys := newKeyArrays(len(batch))
 	var (
 		states, homes      = make([]string, len(batch)), make([]string, len(batch))
+		paths              = make([]string, len(batch))
 		workspaces, labels = make([]*string, len(batch)), make([]*string, len(batch))
 		sizes, first, last = make([]int64, len(batch)), make([]int64, len(batch)), make([]int64, len(batch))
 	)
 	for i, m := range batch {
 		o := m.Observation
 		keys.add(o.Key)
-		states[i], homes[i], sizes[i] = o.State, o.Home, o.SizeBytes
+		states[i], paths[i], homes[i], sizes[i] = o.State, o.Path, o.Home, o.SizeBytes
 		first[i], last[i] = m.firstAt.UnixNano(), o.At.UnixNano()
 		var err error
 		if workspaces[i], err = jsonText(o.Workspaces, len(o.Workspaces)); err != nil {
@@ -66,7 +68,7 @@ func (s *Store) Observe(ctx context.Context, obs []ledger.Observation) error {
 			return fmt.Errorf("observe %s: %w", o.Key, err)
 		}
 	}
-	args := append(keys.args(), states, homes, workspaces, labels, sizes, first, last)
+	args := append(keys.args(), states, paths, homes, workspaces, labels, sizes, first, last)
 	if _, err := s.db.Exec(ctx, observeSQL, args...); err != nil {
 		return fmt.Errorf("observe runtimes: %w", err)
 	}
@@ -102,6 +104,9 @@ func mergeObservations(obs []ledger.Observation) []merged {
 		if o.State == "" {
 			o.State = cur.State
 		}
+		if o.Path == "" {
+			o.Path = cur.Path
+		}
 		cur.Observation = o
 	}
 	sortKeys(batch, func(m merged) ledger.Key { return m.Key })
@@ -122,7 +127,7 @@ func jsonText(v any, n int) (*string, error) {
 	return &s, nil
 }
 
-const runtimeColumns = keyColumns + `, state, home, workspaces, labels, size_bytes, first_seen, last_seen,
+const runtimeColumns = keyColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen,
 	pinned, pin_reason, lease_until, retention_override, scheduled_step, scheduled_due, scheduled_at,
 	archive_id, conversations, registered_at, released_at`
 
@@ -140,7 +145,7 @@ type runtimeRow struct {
 func newRuntimeRow() *runtimeRow {
 	w := &runtimeRow{}
 	r := &w.rec
-	w.dest = append(keyDest(&r.Key), &r.State, &r.Home, &r.Workspaces, &w.labels, &r.SizeBytes,
+	w.dest = append(keyDest(&r.Key), &r.State, &r.Path, &r.Home, &r.Workspaces, &w.labels, &r.SizeBytes,
 		&w.firstSeen, &w.lastSeen, &r.Pinned, &r.PinReason, &w.leaseUntil, &w.retention,
 		&r.ScheduledStep, &w.scheduledDue, &w.scheduledAt, &r.ArchiveID, &r.Conversations,
 		&w.registeredAt, &w.releasedAt)
@@ -194,6 +199,10 @@ func (s *Store) ListRuntimes(ctx context.Context, f ledger.RuntimeFilter) ([]led
 	if f.Backend != "" {
 		args = append(args, f.Backend)
 		where = append(where, fmt.Sprintf("backend = $%d", len(args)))
+	}
+	if f.Source != "" {
+		args = append(args, f.Source)
+		where = append(where, fmt.Sprintf("source = $%d", len(args)))
 	}
 	if f.State != "" {
 		args = append(args, f.State)
@@ -261,18 +270,18 @@ func putRuntime(ctx context.Context, tx pgx.Tx, r ledger.RuntimeRecord) (ledger.
 	if r.RetentionOverride != nil {
 		retention = int64(*r.RetentionOverride)
 	}
-	args := append(keyArgs(r.Key), r.State, r.Home, nilIfEmpty(r.Workspaces), labels, r.SizeBytes,
+	args := append(keyArgs(r.Key), r.State, r.Path, r.Home, nilIfEmpty(r.Workspaces), labels, r.SizeBytes,
 		nanos(r.FirstSeen), nanos(r.LastSeen), r.Pinned, r.PinReason, nanos(r.LeaseUntil), retention,
 		r.ScheduledStep, nanos(r.ScheduledDue), nanos(r.ScheduledAt), r.ArchiveID, nilIfEmpty(r.Conversations),
 		nanos(r.RegisteredAt), nanos(r.ReleasedAt))
 	n := keyArity
 	row := tx.QueryRow(ctx, fmt.Sprintf(`UPDATE runtimes SET
-		state = $%d, home = $%d, workspaces = $%d, labels = $%d::jsonb, size_bytes = $%d,
+		state = $%d, path = $%d, home = $%d, workspaces = $%d, labels = $%d::jsonb, size_bytes = $%d,
 		first_seen = $%d, last_seen = $%d, pinned = $%d, pin_reason = $%d, lease_until = $%d, retention_override = $%d,
 		scheduled_step = $%d, scheduled_due = $%d, scheduled_at = $%d, archive_id = $%d, conversations = $%d,
 		registered_at = $%d, released_at = $%d
 		WHERE `+keyEquals(1)+` RETURNING `+runtimeColumns,
-		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18), args...)
+		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18, n+19), args...)
 	return newRuntimeRow().scan(row)
 }
 
@@ -291,8 +300,9 @@ func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error
 
 // RuntimeStatesOf is RuntimeStates for the runtimes of some backends only:
 // in a fleet the ledger holds every host's runtimes, and a replica's pass
-// needs its own (the scope becomes the key's source once keys carry one;
-// see docs/fleet.md).
+// needs its own (keys carry their source now, and ListRuntimes filters by
+// it; scoping this read by source is the fleet wiring's to do, see
+// docs/fleet.md).
 func (s *Store) RuntimeStatesOf(ctx context.Context, backends []string) (map[ledger.Key]string, error) {
 	if len(backends) == 0 {
 		return map[ledger.Key]string{}, nil

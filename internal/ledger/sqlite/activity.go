@@ -12,8 +12,8 @@ import (
 
 // The WHERE keeps the newest time: a late or repeated report is a no-op.
 const recordActivitySQL = `
-INSERT INTO activity (backend, runtime_id, at) VALUES (?, ?, ?)
-ON CONFLICT (backend, runtime_id) DO UPDATE SET at = excluded.at
+INSERT INTO activity (` + keyColumns + `, at) VALUES (?, ?, ?, ?)
+ON CONFLICT (` + keyColumns + `) DO UPDATE SET at = excluded.at
 WHERE excluded.at > activity.at`
 
 // RecordActivity implements ledger.Store.
@@ -33,7 +33,7 @@ func (s *Store) RecordActivity(ctx context.Context, batch []ledger.Activity) err
 		}
 		defer stmt.Close()
 		for _, a := range batch {
-			if _, err := stmt.ExecContext(ctx, a.Key.Backend, a.Key.ID, a.At.UnixNano()); err != nil {
+			if _, err := stmt.ExecContext(ctx, withKey(a.Key, a.At.UnixNano())...); err != nil {
 				return err
 			}
 		}
@@ -48,8 +48,7 @@ func (s *Store) RecordActivity(ctx context.Context, batch []ledger.Activity) err
 // LastActivity implements ledger.Store.
 func (s *Store) LastActivity(ctx context.Context, key ledger.Key) (time.Time, error) {
 	var at int64
-	err := s.read.QueryRowContext(ctx, `SELECT at FROM activity WHERE backend = ? AND runtime_id = ?`,
-		key.Backend, key.ID).Scan(&at)
+	err := s.read.QueryRowContext(ctx, `SELECT at FROM activity WHERE `+keyMatch, keyArgs(key)...).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ledger.ErrNotFound
 	}
@@ -61,7 +60,7 @@ func (s *Store) LastActivity(ctx context.Context, key ledger.Key) (time.Time, er
 
 // ActivityTimes implements ledger.Store.
 func (s *Store) ActivityTimes(ctx context.Context) (map[ledger.Key]time.Time, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT backend, runtime_id, at FROM activity`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+`, at FROM activity`)
 	if err != nil {
 		return nil, fmt.Errorf("list activity: %w", err)
 	}
@@ -72,7 +71,7 @@ func (s *Store) ActivityTimes(ctx context.Context) (map[ledger.Key]time.Time, er
 			k  ledger.Key
 			at int64
 		)
-		if err := rows.Scan(&k.Backend, &k.ID, &at); err != nil {
+		if err := rows.Scan(append(keyDest(&k), &at)...); err != nil {
 			return nil, fmt.Errorf("list activity: %w", err)
 		}
 		out[k] = time.Unix(0, at).UTC()

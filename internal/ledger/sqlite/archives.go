@@ -15,12 +15,13 @@ import (
 // archiveRow is an archive as its columns hold it; comparing two rows tells
 // whether a repeated RecordArchive is the same archive.
 type archiveRow struct {
-	id, backend, runtimeID string
-	createdAt              int64
-	location               string
-	formats, objects       sql.NullString
-	bytes                  int64
-	manifest               sql.NullString
+	id               string
+	key              ledger.Key
+	createdAt        int64
+	location         string
+	formats, objects sql.NullString
+	bytes            int64
+	manifest         sql.NullString
 }
 
 func encodeArchive(a ledger.Archive) (archiveRow, error) {
@@ -33,7 +34,7 @@ func encodeArchive(a ledger.Archive) (archiveRow, error) {
 		return archiveRow{}, err
 	}
 	row := archiveRow{
-		id: a.ID, backend: a.Key.Backend, runtimeID: a.Key.ID,
+		id: a.ID, key: a.Key,
 		createdAt: a.CreatedAt.UnixNano(), location: a.Location, bytes: a.Bytes,
 		formats: formats, objects: objects,
 	}
@@ -51,7 +52,7 @@ func encodeArchive(a ledger.Archive) (archiveRow, error) {
 
 func (r archiveRow) decode() (ledger.Archive, error) {
 	a := ledger.Archive{
-		ID: r.id, Key: ledger.Key{Backend: r.backend, ID: r.runtimeID},
+		ID: r.id, Key: r.key,
 		CreatedAt: time.Unix(0, r.createdAt).UTC(), Location: r.location, Bytes: r.bytes,
 	}
 	var err error
@@ -67,11 +68,11 @@ func (r archiveRow) decode() (ledger.Archive, error) {
 	return a, nil
 }
 
-const archiveColumns = `id, backend, runtime_id, created_at, location, formats, bytes, objects, manifest`
+const archiveColumns = `id, ` + keyColumns + `, created_at, location, formats, bytes, objects, manifest`
 
 func scanArchiveRow(row rowScanner) (archiveRow, error) {
 	var r archiveRow
-	err := row.Scan(&r.id, &r.backend, &r.runtimeID, &r.createdAt, &r.location, &r.formats, &r.bytes, &r.objects, &r.manifest)
+	err := row.Scan(append(append([]any{&r.id}, keyDest(&r.key)...), &r.createdAt, &r.location, &r.formats, &r.bytes, &r.objects, &r.manifest)...)
 	return r, err
 }
 
@@ -94,8 +95,8 @@ func (s *Store) RecordArchive(ctx context.Context, a ledger.Archive) error {
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO archives (`+archiveColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			row.id, row.backend, row.runtimeID, row.createdAt, row.location, row.formats, row.bytes, row.objects, row.manifest)
+		_, err = tx.ExecContext(ctx, `INSERT INTO archives (`+archiveColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			append(append([]any{row.id}, keyArgs(row.key)...), row.createdAt, row.location, row.formats, row.bytes, row.objects, row.manifest)...)
 		return err
 	})
 	if err != nil {
@@ -121,8 +122,8 @@ func (s *Store) ListArchives(ctx context.Context, key ledger.Key) ([]ledger.Arch
 	query := `SELECT ` + archiveColumns + ` FROM archives`
 	var args []any
 	if !key.IsZero() {
-		query += ` WHERE backend = ? AND runtime_id = ?`
-		args = append(args, key.Backend, key.ID)
+		query += ` WHERE ` + keyMatch
+		args = append(args, keyArgs(key)...)
 	}
 	query += ` ORDER BY created_at DESC, id DESC`
 	rows, err := s.read.QueryContext(ctx, query, args...)

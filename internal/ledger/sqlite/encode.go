@@ -6,9 +6,29 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reclaimer/reclaimer/internal/ledger"
 )
 
-// Column encodings shared by every table (see migrations/0001_init.sql).
+// Column encodings shared by every table (see migrations/).
+
+// A key is stored in the same three columns of every table: keyColumns
+// names them, keyMatch compares them, keyArgs gives a key's values in that
+// order and keyDest its scan destinations. This is the one place that knows
+// how a ledger.Key is encoded.
+const (
+	keyColumns = "backend, source, runtime_id"
+	keyMatch   = "backend = ? AND source = ? AND runtime_id = ?"
+	keyOrder   = "backend, source, runtime_id"
+)
+
+func keyArgs(k ledger.Key) []any { return []any{k.Backend, k.Source, k.ID} }
+
+func keyDest(k *ledger.Key) []any { return []any{&k.Backend, &k.Source, &k.ID} }
+
+// withKey returns the key's values followed by more, for a statement whose
+// key columns come first.
+func withKey(k ledger.Key, more ...any) []any { return append(keyArgs(k), more...) }
 
 // nanos encodes a time as Unix nanoseconds; the zero time is NULL.
 func nanos(t time.Time) any {

@@ -25,9 +25,9 @@ func (s *Store) TakeHold(ctx context.Context, req ledger.HoldRequest) (ledger.Ho
 		TakenAt:   req.Now.UTC(),
 		ExpiresAt: req.Now.Add(req.TTL).UTC(),
 	}
-	_, err := s.write.ExecContext(ctx, `INSERT INTO holds (id, backend, runtime_id, holder, taken_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`,
-		h.ID, h.Key.Backend, h.Key.ID, h.Holder, h.TakenAt.UnixNano(), h.ExpiresAt.UnixNano())
+	_, err := s.write.ExecContext(ctx, `INSERT INTO holds (id, `+keyColumns+`, holder, taken_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		append(append([]any{h.ID}, keyArgs(h.Key)...), h.Holder, h.TakenAt.UnixNano(), h.ExpiresAt.UnixNano())...)
 	if err != nil {
 		return ledger.Hold{}, fmt.Errorf("take hold on %s: %w", req.Key, err)
 	}
@@ -72,14 +72,14 @@ func getHold(ctx context.Context, q querier, id string) (ledger.Hold, error) {
 	return h, err
 }
 
-const holdColumns = `id, backend, runtime_id, holder, taken_at, expires_at`
+const holdColumns = `id, ` + keyColumns + `, holder, taken_at, expires_at`
 
 func scanHold(row rowScanner) (ledger.Hold, error) {
 	var (
 		h                  ledger.Hold
 		takenAt, expiresAt int64
 	)
-	if err := row.Scan(&h.ID, &h.Key.Backend, &h.Key.ID, &h.Holder, &takenAt, &expiresAt); err != nil {
+	if err := row.Scan(append(append([]any{&h.ID}, keyDest(&h.Key)...), &h.Holder, &takenAt, &expiresAt)...); err != nil {
 		return h, err
 	}
 	h.TakenAt = time.Unix(0, takenAt).UTC()
@@ -120,10 +120,10 @@ func (s *Store) ListHolds(ctx context.Context, f ledger.HoldFilter) ([]ledger.Ho
 	query := `SELECT ` + holdColumns + ` FROM holds WHERE expires_at > ?`
 	args := []any{ledger.BoundNanos(f.Now)}
 	if !f.Key.IsZero() {
-		query += ` AND backend = ? AND runtime_id = ?`
-		args = append(args, f.Key.Backend, f.Key.ID)
+		query += ` AND ` + keyMatch
+		args = append(args, keyArgs(f.Key)...)
 	}
-	query += ` ORDER BY backend, runtime_id, expires_at, id`
+	query += ` ORDER BY ` + keyOrder + `, expires_at, id`
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list holds: %w", err)

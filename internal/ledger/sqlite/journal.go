@@ -20,9 +20,9 @@ func (s *Store) AppendIntent(ctx context.Context, in ledger.Intent) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("append intent for %s: %w", in.Key, err)
 	}
-	res, err := s.write.ExecContext(ctx, `INSERT INTO journal (plan_id, backend, runtime_id, step, paths, reason, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		in.PlanID, in.Key.Backend, in.Key.ID, in.Step, paths, in.Reason, in.At.UnixNano())
+	res, err := s.write.ExecContext(ctx, `INSERT INTO journal (plan_id, `+keyColumns+`, step, paths, reason, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		append(append([]any{in.PlanID}, keyArgs(in.Key)...), in.Step, paths, in.Reason, in.At.UnixNano())...)
 	if err != nil {
 		return 0, fmt.Errorf("append intent for %s: %w", in.Key, err)
 	}
@@ -72,7 +72,7 @@ func (s *Store) RecordOutcome(ctx context.Context, id int64, out ledger.Outcome)
 	return nil
 }
 
-const journalColumns = `id, plan_id, backend, runtime_id, step, paths, reason, at,
+const journalColumns = `id, plan_id, ` + keyColumns + `, step, paths, reason, at,
 	result, outcome_reason, freed_bytes, outcome_at`
 
 func scanJournalEntry(row rowScanner) (ledger.JournalEntry, error) {
@@ -86,8 +86,8 @@ func scanJournalEntry(row rowScanner) (ledger.JournalEntry, error) {
 		outcomeAt sql.NullInt64
 	)
 	in := &e.Intent
-	if err := row.Scan(&e.ID, &in.PlanID, &in.Key.Backend, &in.Key.ID, &in.Step, &paths, &in.Reason, &at,
-		&result, &reason, &freed, &outcomeAt); err != nil {
+	if err := row.Scan(append(append([]any{&e.ID, &in.PlanID}, keyDest(&in.Key)...), &in.Step, &paths, &in.Reason, &at,
+		&result, &reason, &freed, &outcomeAt)...); err != nil {
 		return e, err
 	}
 	var err error
@@ -112,8 +112,8 @@ func (s *Store) ListJournal(ctx context.Context, f ledger.JournalFilter) ([]ledg
 		args = append(args, f.PlanID)
 	}
 	if !f.Key.IsZero() {
-		where = append(where, "backend = ? AND runtime_id = ?")
-		args = append(args, f.Key.Backend, f.Key.ID)
+		where = append(where, keyMatch)
+		args = append(args, keyArgs(f.Key)...)
 	}
 	if f.Before > 0 {
 		where = append(where, "id < ?")

@@ -22,15 +22,15 @@ func (s *Store) RecordNotice(ctx context.Context, n ledger.Notice) (int64, error
 		// pass retried after a crash): return the first. "IS" compares
 		// NULL due times as equal, which "=" would not.
 		err := tx.QueryRowContext(ctx, `SELECT id FROM notices
-			WHERE backend = ? AND runtime_id = ? AND kind = ? AND step = ? AND due IS ? AND at = ? AND message = ?
+			WHERE `+keyMatch+` AND kind = ? AND step = ? AND due IS ? AND at = ? AND message = ?
 			ORDER BY id LIMIT 1`,
-			n.Key.Backend, n.Key.ID, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message).Scan(&id)
+			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)...).Scan(&id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO notices (backend, runtime_id, kind, step, due, at, message)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			n.Key.Backend, n.Key.ID, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)
+		res, err := tx.ExecContext(ctx, `INSERT INTO notices (`+keyColumns+`, kind, step, due, at, message)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)...)
 		if err != nil {
 			return err
 		}
@@ -50,14 +50,14 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 		args  []any
 	)
 	if !f.Key.IsZero() {
-		where = append(where, "backend = ? AND runtime_id = ?")
-		args = append(args, f.Key.Backend, f.Key.ID)
+		where = append(where, keyMatch)
+		args = append(args, keyArgs(f.Key)...)
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "at >= ?")
 		args = append(args, ledger.BoundNanos(f.Since))
 	}
-	query := `SELECT id, backend, runtime_id, kind, step, due, at, message FROM notices`
+	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message FROM notices`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -78,7 +78,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 			due sql.NullInt64
 			at  int64
 		)
-		if err := rows.Scan(&n.ID, &n.Key.Backend, &n.Key.ID, &n.Kind, &n.Step, &due, &at, &n.Message); err != nil {
+		if err := rows.Scan(append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message)...); err != nil {
 			return nil, fmt.Errorf("list notices: %w", err)
 		}
 		n.Due = fromNanos(due)

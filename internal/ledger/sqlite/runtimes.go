@@ -17,10 +17,11 @@ import (
 // observation never clobbers a pin, lease, override or schedule. An
 // observation older than the row's last_seen changes nothing.
 const observeSQL = `
-INSERT INTO runtimes (backend, id, state, home, workspaces, labels, size_bytes, first_seen, last_seen)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (backend, id) DO UPDATE SET
+INSERT INTO runtimes (` + keyColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (` + keyColumns + `) DO UPDATE SET
 	state      = CASE WHEN excluded.state = '' THEN runtimes.state ELSE excluded.state END,
+	path       = CASE WHEN excluded.path = '' THEN runtimes.path ELSE excluded.path END,
 	home       = excluded.home,
 	workspaces = excluded.workspaces,
 	labels     = excluded.labels,
@@ -55,8 +56,8 @@ func (s *Store) Observe(ctx context.Context, obs []ledger.Observation) error {
 				return err
 			}
 			at := nanos(o.At)
-			if _, err := stmt.ExecContext(ctx, o.Key.Backend, o.Key.ID, o.State, o.Home,
-				workspaces, labels, o.SizeBytes, at, at); err != nil {
+			if _, err := stmt.ExecContext(ctx, withKey(o.Key, o.State, o.Path, o.Home,
+				workspaces, labels, o.SizeBytes, at, at)...); err != nil {
 				return err
 			}
 		}
@@ -68,7 +69,7 @@ func (s *Store) Observe(ctx context.Context, obs []ledger.Observation) error {
 	return nil
 }
 
-const runtimeColumns = `backend, id, state, home, workspaces, labels, size_bytes, first_seen, last_seen, decided`
+const runtimeColumns = keyColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen, decided`
 
 // rowScanner is what *sql.Row and *sql.Rows have in common.
 type rowScanner interface {
@@ -79,7 +80,8 @@ type rowScanner interface {
 // for every row, its scan destinations built once, so that a row costs only
 // the allocations of its own values: listing 100,000 runtimes is every pass.
 type runtimeRow struct {
-	backend, id, state, home    string
+	key                         ledger.Key
+	state, path, home           string
 	workspaces, labels, decided sql.NullString
 	sizeBytes                   int64
 	firstSeen, lastSeen         sql.NullInt64
@@ -88,8 +90,8 @@ type runtimeRow struct {
 
 func newRuntimeRow() *runtimeRow {
 	w := &runtimeRow{}
-	w.dest = []any{&w.backend, &w.id, &w.state, &w.home, &w.workspaces, &w.labels,
-		&w.sizeBytes, &w.firstSeen, &w.lastSeen, &w.decided}
+	w.dest = append(keyDest(&w.key), &w.state, &w.path, &w.home, &w.workspaces, &w.labels,
+		&w.sizeBytes, &w.firstSeen, &w.lastSeen, &w.decided)
 	return w
 }
 
@@ -98,8 +100,8 @@ func (w *runtimeRow) scan(row rowScanner) (ledger.RuntimeRecord, error) {
 		return ledger.RuntimeRecord{}, err
 	}
 	r := ledger.RuntimeRecord{
-		Key:   ledger.Key{Backend: w.backend, ID: w.id},
-		State: w.state, Home: w.home, SizeBytes: w.sizeBytes,
+		Key:   w.key,
+		State: w.state, Path: w.path, Home: w.home, SizeBytes: w.sizeBytes,
 		FirstSeen: fromNanos(w.firstSeen), LastSeen: fromNanos(w.lastSeen),
 	}
 	var err error
@@ -202,8 +204,7 @@ type querier interface {
 }
 
 func getRuntime(ctx context.Context, q querier, key ledger.Key) (ledger.RuntimeRecord, error) {
-	row := q.QueryRowContext(ctx, `SELECT `+runtimeColumns+` FROM runtimes WHERE backend = ? AND id = ?`,
-		key.Backend, key.ID)
+	row := q.QueryRowContext(ctx, `SELECT `+runtimeColumns+` FROM runtimes WHERE `+keyMatch, keyArgs(key)...)
 	r, err := newRuntimeRow().scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ledger.ErrNotFound
@@ -221,13 +222,17 @@ func (s *Store) ListRuntimes(ctx context.Context, f ledger.RuntimeFilter) ([]led
 		where = append(where, "backend = ?")
 		args = append(args, f.Backend)
 	}
+	if f.Source != "" {
+		where = append(where, "source = ?")
+		args = append(args, f.Source)
+	}
 	if f.State != "" {
 		where = append(where, "state = ?")
 		args = append(args, f.State)
 	}
 	if !f.After.IsZero() {
-		where = append(where, "(backend, id) > (?, ?)")
-		args = append(args, f.After.Backend, f.After.ID)
+		where = append(where, "("+keyColumns+") > (?, ?, ?)")
+		args = append(args, keyArgs(f.After)...)
 	}
 	if f.Decided {
 		where = append(where, "decided IS NOT NULL")
@@ -256,7 +261,7 @@ func (s *Store) listRuntimes(ctx context.Context, filter string, args []any, lim
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM runtimes`+filter, args...).Scan(&n); err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + runtimeColumns + ` FROM runtimes` + filter + ` ORDER BY backend, id`
+	query := `SELECT ` + runtimeColumns + ` FROM runtimes` + filter + ` ORDER BY ` + keyOrder
 	if limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, limit)
@@ -324,10 +329,10 @@ func putRuntime(ctx context.Context, tx *sql.Tx, r ledger.RuntimeRecord) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE runtimes SET
-		state = ?, home = ?, workspaces = ?, labels = ?, size_bytes = ?, first_seen = ?, last_seen = ?, decided = ?
-		WHERE backend = ? AND id = ?`,
-		r.State, r.Home, workspaces, labels, r.SizeBytes, nanos(r.FirstSeen), nanos(r.LastSeen), decided,
-		r.Key.Backend, r.Key.ID)
+		state = ?, path = ?, home = ?, workspaces = ?, labels = ?, size_bytes = ?, first_seen = ?, last_seen = ?, decided = ?
+		WHERE `+keyMatch,
+		append([]any{r.State, r.Path, r.Home, workspaces, labels, r.SizeBytes, nanos(r.FirstSeen), nanos(r.LastSeen), decided},
+			keyArgs(r.Key)...)...)
 	return err
 }
 
@@ -337,7 +342,7 @@ func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error
 	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM runtimes`).Scan(&n); err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT backend, id, state FROM runtimes`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+`, state FROM runtimes`)
 	if err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)
 	}
@@ -354,12 +359,12 @@ func (s *Store) RuntimeStates(ctx context.Context) (map[ledger.Key]string, error
 		shared[s] = s
 		return s
 	}
-	var backend, id, state sql.RawBytes
+	var backend, source, id, state sql.RawBytes
 	for rows.Next() {
-		if err := rows.Scan(&backend, &id, &state); err != nil {
+		if err := rows.Scan(&backend, &source, &id, &state); err != nil {
 			return nil, fmt.Errorf("list runtime states: %w", err)
 		}
-		out[ledger.Key{Backend: intern(backend), ID: string(id)}] = intern(state)
+		out[ledger.Key{Backend: intern(backend), Source: intern(source), ID: string(id)}] = intern(state)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runtime states: %w", err)

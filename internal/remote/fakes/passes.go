@@ -47,11 +47,19 @@ func RemovalPlan(t testing.TB, eng *engine.Engine, at time.Time, keys ...backend
 	at = at.UTC()
 	p := &plan.Plan{ID: at.Format("20060102T150405Z") + "-test", CreatedAt: at}
 	for _, k := range keys {
+		if k.Source == "" {
+			// The one source of that backend (the tests have one).
+			for _, src := range eng.Sources() {
+				if src.Backend.Name() == k.Backend {
+					k.Source = src.Name
+				}
+			}
+		}
 		s := w.Find(k)
 		if s == nil {
 			t.Fatalf("%s not observed", k)
 		}
-		p.Actions = append(p.Actions, plan.Action{Runtime: k.ID, Backend: k.Backend, Step: backend.StepDelete, Reason: "requested",
+		p.Actions = append(p.Actions, plan.Action{Runtime: k.ID, Backend: k.Backend, Source: k.Source, Step: backend.StepDelete, Reason: "requested",
 			Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}})
 	}
 	return p

@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -103,8 +105,10 @@ type contract struct {
 	// faults answers the next requests with these statuses (429, 500...).
 	mu     sync.Mutex
 	faults []int
-	calls  map[string]int // "METHOD template" → count
-	total  int
+	// retryAfter is the Retry-After of a 429 (seconds; "0" by default).
+	retryAfter string
+	calls      map[string]int // "METHOD template" → count
+	total      int
 }
 
 func newContract(t testing.TB, name string, spec *openapi3.T, url string, auth func(string, *http.Request) error) *contract {
@@ -126,6 +130,13 @@ func (c *contract) Fail(status, n int) {
 	for range n {
 		c.faults = append(c.faults, status)
 	}
+}
+
+// RetryAfter sets the Retry-After the next 429s carry, in whole seconds.
+func (c *contract) RetryAfter(secs int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retryAfter = strconv.Itoa(secs)
 }
 
 // Calls returns how often "METHOD /template" was called.
@@ -168,6 +179,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	if len(c.faults) > 0 {
 		fault, c.faults = c.faults[0], c.faults[1:]
 	}
+	retryAfter := c.retryAfter
 	c.mu.Unlock()
 	if why, ok := c.forbidden[route.Path]; ok {
 		c.t.Errorf("%s fake: %s was called: %s", c.name, op, why)
@@ -190,7 +202,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	rec := httptest.NewRecorder()
 	if fault != 0 {
 		if fault == http.StatusTooManyRequests {
-			rec.Header().Set("Retry-After", "0")
+			rec.Header().Set("Retry-After", cmp.Or(retryAfter, "0"))
 		}
 		writeJSON(rec, fault, map[string]any{"code": fault, "message": http.StatusText(fault)})
 	} else {

@@ -1,0 +1,342 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+)
+
+var now = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// remoteish is an in-memory backend of sandboxes (one orchestrator): it
+// lists, suspends and deletes, and records what it was asked.
+type remoteish struct {
+	mu         sync.Mutex
+	rts        map[string]backend.Runtime
+	suspended  []string
+	suspendErr error
+	deleteErr  error
+}
+
+func newRemoteish(ids ...string) *remoteish {
+	r := &remoteish{rts: map[string]backend.Runtime{}}
+	for _, id := range ids {
+		r.rts[id] = backend.Runtime{Key: backend.Key{Backend: "sbx", ID: id}, State: backend.StateRunning,
+			LastActivity: now.Add(-2 * time.Hour), Fingerprint: "v1"}
+	}
+	return r
+}
+
+func (r *remoteish) Name() string { return "sbx" }
+
+func (r *remoteish) List(_ context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []backend.Runtime
+	for _, id := range slices.Sorted(maps.Keys(r.rts)) {
+		if len(opts.IDs) == 0 || slices.Contains(opts.IDs, id) {
+			out = append(out, r.rts[id])
+		}
+	}
+	return out, nil
+}
+
+func (r *remoteish) Suspend(_ context.Context, rt backend.Runtime, _ backend.SuspendOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.suspendErr != nil {
+		return r.suspendErr
+	}
+	cur, ok := r.rts[rt.ID]
+	if !ok {
+		return backend.ErrNotFound
+	}
+	cur.State = backend.StateSuspended
+	r.rts[rt.ID] = cur
+	r.suspended = append(r.suspended, rt.ID)
+	return nil
+}
+
+func (r *remoteish) Delete(_ context.Context, rt backend.Runtime, _ backend.DeleteOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deleteErr != nil {
+		return r.deleteErr
+	}
+	delete(r.rts, rt.ID)
+	return nil
+}
+
+func (r *remoteish) vanish(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.rts, id)
+}
+
+func (r *remoteish) suspendedIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.suspended)
+}
+
+// locking adds a Locker to a remoteish.
+type locking struct {
+	*remoteish
+	lock  func(rt backend.Runtime, opts backend.LockOptions) (backend.Lock, error)
+	calls []backend.Step
+}
+
+func (l *locking) Lock(_ context.Context, rt backend.Runtime, opts backend.LockOptions) (backend.Lock, error) {
+	l.calls = append(l.calls, opts.Step)
+	return l.lock(rt, opts)
+}
+
+func newEngine(t *testing.T, sources ...engine.Source) (*engine.Engine, ledger.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	eng, err := engine.New(engine.Options{Ledger: store, StateDir: filepath.Join(dir, "state"),
+		ArchiveDir: filepath.Join(dir, "archives"), Sources: sources, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return eng, store
+}
+
+var idle = policy.Settings{IdleSuspend: 30 * time.Minute}
+
+func planAndApply(t *testing.T, eng *engine.Engine, between func()) (*plan.Plan, *plan.Applied) {
+	t.Helper()
+	ctx := context.Background()
+	p, _, err := eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if between != nil {
+		between()
+	}
+	res, err := eng.Apply(ctx, p, engine.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, res
+}
+
+// TestSameIDOfAnotherSourceIsAnotherRuntime: two orchestrators of one
+// backend both have a sandbox "dev". A's vanishes between plan and apply;
+// B's, under no policy, is not suspended in its stead, and A's pin never
+// protected B's nor B's lease A's.
+func TestSameIDOfAnotherSourceIsAnotherRuntime(t *testing.T) {
+	a, b := newRemoteish("dev"), newRemoteish("dev")
+	eng, store := newEngine(t, engine.Source{Name: "a", Backend: a, Settings: idle}, engine.Source{Name: "b", Backend: b})
+	p, res := planAndApply(t, eng, func() { a.vanish("dev") })
+	if len(p.Actions) != 1 || p.Actions[0].Source != "a" || p.Actions[0].Step != backend.StepSuspend {
+		t.Fatalf("plan: %+v", p.Actions)
+	}
+	if len(res.Results) != 1 || res.Results[0].Outcome != plan.Skip || res.Results[0].Code != plan.ChangedSincePlan {
+		t.Fatalf("A's dev vanished; results %+v", res.Results)
+	}
+	if got := b.suspendedIDs(); len(got) != 0 {
+		t.Fatalf("B's dev was suspended under A's policy: %v", got)
+	}
+
+	// Marks follow the key, source included: B's pin does not protect A's
+	// dev, back again.
+	ctx := context.Background()
+	kb := backend.Key{Source: "b", Backend: "sbx", ID: "dev"}
+	if _, err := store.Update(ctx, kb, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.rts["dev"] = newRemoteish("dev").rts["dev"]
+	a.mu.Unlock()
+	p, _, err := eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Source != "a" {
+		t.Fatalf("B's pin changed A's plan: %+v skipped %+v", p.Actions, p.Skipped)
+	}
+}
+
+// TestLockerIsAsked: a backend's lock is taken for the step and its answer
+// decides; a lock the backend cannot take for this runtime falls back to
+// the engine's own re-check.
+func TestLockerIsAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lock     func(rt backend.Runtime, _ backend.LockOptions) (backend.Lock, error)
+		outcome  plan.Outcome
+		code     plan.ResultCode
+		suspends bool
+	}{
+		{"granted", func(rt backend.Runtime, _ backend.LockOptions) (backend.Lock, error) {
+			return backend.Lock{Runtime: rt}, nil
+		}, plan.Done, "", true},
+		{"busy", func(backend.Runtime, backend.LockOptions) (backend.Lock, error) {
+			return backend.Lock{}, errors.Join(errors.New("lock: a process started inside"), backend.ErrBusy)
+		}, plan.Skip, plan.ChangedSincePlan, false},
+		{"changed under the lock", func(rt backend.Runtime, _ backend.LockOptions) (backend.Lock, error) {
+			rt.Fingerprint = "v2"
+			return backend.Lock{Runtime: rt}, nil
+		}, plan.Skip, plan.ChangedSincePlan, false},
+		{"gone", func(backend.Runtime, backend.LockOptions) (backend.Lock, error) {
+			return backend.Lock{}, backend.ErrNotFound
+		}, plan.Skip, plan.ChangedSincePlan, false},
+		{"unsupported: the engine re-checks", func(backend.Runtime, backend.LockOptions) (backend.Lock, error) {
+			return backend.Lock{}, errors.ErrUnsupported
+		}, plan.Done, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &locking{remoteish: newRemoteish("dev"), lock: tc.lock}
+			eng, _ := newEngine(t, engine.Source{Name: "a", Backend: l, Settings: idle})
+			_, res := planAndApply(t, eng, nil)
+			if len(res.Results) != 1 || res.Results[0].Outcome != tc.outcome || res.Results[0].Code != tc.code {
+				t.Fatalf("results %+v", res.Results)
+			}
+			if !slices.Equal(l.calls, []backend.Step{backend.StepSuspend}) {
+				t.Errorf("lock asked for %v", l.calls)
+			}
+			if got := len(l.suspendedIDs()) == 1; got != tc.suspends {
+				t.Errorf("suspended: %v, want %v", got, tc.suspends)
+			}
+		})
+	}
+}
+
+// TestStepTheBackendCannotTakeIsSkipped: ErrUnsupported from a step is a
+// skip with code unsupported, not a failure; a runtime gone by the time of
+// the step is a skip too.
+func TestStepTheBackendCannotTakeIsSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code plan.ResultCode
+	}{
+		{errors.Join(errors.New("suspend dev: this sandbox kind cannot pause"), errors.ErrUnsupported), plan.Unsupported},
+		{errors.Join(errors.New("suspend dev: gone"), backend.ErrNotFound), plan.ChangedSincePlan},
+	} {
+		r := newRemoteish("dev")
+		r.suspendErr = tc.err
+		eng, store := newEngine(t, engine.Source{Name: "a", Backend: r, Settings: idle})
+		_, res := planAndApply(t, eng, nil)
+		if len(res.Results) != 1 || res.Results[0].Outcome != plan.Skip || res.Results[0].Code != tc.code ||
+			strings.Contains(res.Results[0].Reason, "\n") {
+			t.Fatalf("%v: results %+v", tc.err, res.Results)
+		}
+		if res.Failed() {
+			t.Errorf("%v: counted as a failure", tc.err)
+		}
+		entries, err := store.ListJournal(context.Background(), ledger.JournalFilter{})
+		if err != nil || len(entries) != 1 || entries[0].Outcome == nil || entries[0].Outcome.Result != ledger.ResultSkipped {
+			t.Errorf("%v: journal %+v %v", tc.err, entries, err)
+		}
+	}
+}
+
+// TestLegacyRecordsAreAdoptedByTheOneSourceListingThem: a record written
+// before keys carried their source (its pin included) goes to the one
+// source that lists its runtime; when two do, neither gets it, the pass
+// says so, and the pin protects both rather than none.
+func TestLegacyRecordsAreAdoptedByTheOneSourceListingThem(t *testing.T) {
+	ctx := context.Background()
+	legacy := func(t *testing.T, store ledger.Store, id string) {
+		k := backend.Key{Backend: "sbx", ID: id}
+		if err := store.Observe(ctx, []ledger.Observation{{Key: k, State: "running", At: now.Add(-time.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Update(ctx, k, func(r *ledger.RuntimeRecord) error { r.Pinned = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned := func(store ledger.Store, k backend.Key) bool {
+		r, err := store.Runtime(ctx, k)
+		return err == nil && r.Pinned
+	}
+	eng, store := newEngine(t, engine.Source{Name: "a", Backend: newRemoteish("one", "both"), Settings: idle},
+		engine.Source{Name: "b", Backend: newRemoteish("both"), Settings: idle})
+	legacy(t, store, "one")
+	legacy(t, store, "both")
+	p, _, err := eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pinned(store, backend.Key{Source: "a", Backend: "sbx", ID: "one"}) {
+		t.Error("the pin of a runtime only a lists did not go to a")
+	}
+	for _, src := range []string{"a", "b"} {
+		if pinned(store, backend.Key{Source: src, Backend: "sbx", ID: "both"}) {
+			t.Errorf("a legacy pin listed by two sources went to %s", src)
+		}
+	}
+	var problems []plan.ProblemCode
+	for _, pr := range p.Problems {
+		problems = append(problems, pr.Code)
+	}
+	if !slices.Equal(problems, []plan.ProblemCode{plan.LegacyAmbiguous}) {
+		t.Errorf("problems %+v, want one legacy_ambiguous", p.Problems)
+	}
+	if len(p.Actions) != 0 {
+		t.Errorf("a legacy pin protects a/one, a/both and b/both; planned %+v", p.Actions)
+	}
+}
+
+// stalling lists like its remoteish until told to stall, then waits for
+// its context (a provider answering 429 with a long Retry-After).
+type stalling struct {
+	*remoteish
+	stall bool
+}
+
+func (s *stalling) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	if s.stall {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.remoteish.List(ctx, opts)
+}
+
+// TestListingTimeIsBounded: a source whose listing outlasts its
+// list_timeout is a source_timeout problem of that source; the pass goes
+// on with the others, and the stalled source's runtimes are not missing.
+func TestListingTimeIsBounded(t *testing.T) {
+	slow := &stalling{remoteish: newRemoteish("s1")}
+	eng, store := newEngine(t, engine.Source{Name: "slow", Label: `[[http]] endpoint = "https://slow"`, Backend: slow, Settings: idle,
+		ListTimeout: 50 * time.Millisecond}, engine.Source{Name: "fast", Backend: newRemoteish("f1"), Settings: idle})
+	ctx := context.Background()
+	if _, _, err := eng.Plan(ctx, engine.PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slow.stall = true
+	p, _, err := eng.Plan(ctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Problems) != 1 || p.Problems[0].Code != plan.SourceTimeout || p.Problems[0].Source != "slow" ||
+		!strings.Contains(p.Problems[0].Label, "https://slow") {
+		t.Fatalf("problems %+v", p.Problems)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Source != "fast" {
+		t.Errorf("actions %+v, want the fast source's", p.Actions)
+	}
+	if rec, err := store.Runtime(ctx, backend.Key{Source: "slow", Backend: "sbx", ID: "s1"}); err != nil || rec.State == string(backend.StateMissing) {
+		t.Errorf("the stalled source's runtime: %+v %v", rec, err)
+	}
+}

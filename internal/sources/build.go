@@ -1,0 +1,80 @@
+package sources
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/dockerclient"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/gitcmd"
+)
+
+// Env is what building a source's backend may use.
+type Env struct {
+	Config *config.Config
+	// Git runs git for the local backends.
+	Git gitcmd.Runner
+	// StateDir is the state folder (the ledger's): caches go below it.
+	StateDir string
+
+	docker map[string]*dockerclient.Client // one client per Engine address
+}
+
+// Build returns one engine source per source table of cfg, in the order
+// of the registry, then of the file: its stable name, its label, its
+// backend, its effective policy and its listing bound.
+func Build(cfg *config.Config) ([]engine.Source, error) {
+	env := &Env{Config: cfg, Git: gitcmd.Runner{Timeout: 60 * time.Second}, StateDir: filepath.Dir(cfg.Ledger.Path),
+		docker: map[string]*dockerclient.Client{}}
+	var out []engine.Source
+	for _, src := range cfg.Sources {
+		k, ok := KindOf(src.Kind)
+		if !ok {
+			return nil, fmt.Errorf("%s: no kind of source %q is registered", src.Key(), src.Kind)
+		}
+		b, err := k.Build(env, src.Table)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.Label(), err)
+		}
+		out = append(out, engine.Source{Name: src.Name(), Label: src.Label(), Kind: src.Kind, Backend: b,
+			Settings: cfg.PolicyFor(src.Table), ListTimeout: src.ListTimeout()})
+	}
+	return out, nil
+}
+
+// dockerClient returns the client of an Engine address, made once.
+func (e *Env) dockerClient(host string) (*dockerclient.Client, error) {
+	if c, ok := e.docker[host]; ok {
+		return c, nil
+	}
+	c, err := dockerclient.New(host)
+	if err != nil {
+		return nil, err
+	}
+	e.docker[host] = c
+	return c, nil
+}
+
+// AdHoc adds the sources of the command line to cfg: a [[worktrees]] repo
+// for each repository and a [[dirs]] root for each folder, exactly as if
+// written in a file (so their names, and their runtimes' keys, are the same
+// as a file's would be). Relative paths are taken from the current folder.
+func AdHoc(cfg *config.Config, repos, dirs []string) error {
+	for _, r := range repos {
+		p, err := config.FlagPath(r)
+		if err != nil {
+			return fmt.Errorf("--repo: %w", err)
+		}
+		cfg.AddSource(Worktrees.Kind, &WorktreesTable{Repo: p})
+	}
+	for _, d := range dirs {
+		p, err := config.FlagPath(d)
+		if err != nil {
+			return fmt.Errorf("--dir: %w", err)
+		}
+		cfg.AddSource(Dirs.Kind, &DirsTable{Root: p})
+	}
+	return nil
+}
