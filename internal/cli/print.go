@@ -175,10 +175,22 @@ func printRuntimes(w io.Writer, list []views.Runtime, wide bool, now time.Time) 
 			source = r.Source
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, cell(source, 0), state,
-			ago(r.LastActivity, now), cell(r.LastActivityFrom, 0), sizeText(r.SizeBytes), cell(r.Unsaved, 0), cell(protected, 0),
+			ago(r.LastActivity, now), cell(r.LastActivityFrom, 0), sizeText(r.SizeBytes), cell(unsavedText(r), 0), cell(protected, 0),
 			cell(lease, 0), retention, cell(sched, 0), cell(r.ArchiveID, 0), cell(r.Path, 0))
 	}
 	return tw.Flush()
+}
+
+// unsavedText is the wide listing's unsaved work, with what of it is
+// already merged: "1 untracked file; its commits merged into main".
+func unsavedText(r views.Runtime) string {
+	switch {
+	case r.Merged != "" && r.Unsaved != "":
+		return r.Unsaved + "; its commits " + r.Merged
+	case r.Merged != "":
+		return "none: its commits " + r.Merged
+	}
+	return r.Unsaved
 }
 
 // printStatus prints the filesystems, the sources, the runtimes, what is

@@ -225,6 +225,7 @@ func (a *App) runtimeView(rec ledger.RuntimeRecord, s *engine.Seen, d *decoratio
 		if backend.State(rec.State).Present() {
 			v.Path, v.Home, v.Workspaces, v.Labels = rt.Path, rt.Home, rt.Workspaces, rt.Labels
 			v.CreatedAt, v.Busy, v.Unsaved = rt.CreatedAt, rt.Busy, rt.Unsaved
+			v.Merged, v.Orphan = rt.Merged, rt.Orphan
 		}
 		if rt.Pinned != "" && !v.Pinned {
 			v.Pinned, v.PinReason = true, rt.Pinned

@@ -62,6 +62,11 @@ type Runtime struct {
 	// why it is in use right now.
 	Unsaved string `json:"unsaved,omitempty"`
 	Busy    string `json:"busy,omitempty"`
+	// Merged says why commits on no remote are not unsaved ("merged into
+	// main"); Orphan why its backend knows nothing owns it (the orphan
+	// sweep removes it).
+	Merged string `json:"merged,omitempty"`
+	Orphan string `json:"orphan,omitempty"`
 	// Protection is the protection in force, if any: what keeps every step
 	// away (pinned, leased, held, busy, running, ...).
 	Protection *Reason   `json:"protection,omitempty"`
