@@ -33,9 +33,13 @@
 // period): a runtime folder without a manifest, an owner-labelled container
 // without one, a conversation archived by the agent-server whose folder is
 // still there, a stopped execution container, the agent-server's trash.
-// A manifest whose folder and containers are gone is reported as missing
-// and an orphan, but it has nothing to free and is never acted on: the
-// manifest holds the keys to the history.
+// A conversation that ran (its history is there) but whose runtime folder
+// and containers are gone, not archived, is a warning of the listing (the
+// agent-server would resume it into an empty runtime); there is nothing to
+// free, and its manifest, the keys to the history, is never touched. A
+// manifest alone is a conversation not started yet, and an archived one
+// (manifest and marker, no folder) has nothing left to manage: neither is
+// listed.
 //
 // Roles: Lister (one listing of runtime-control and runtime-data, one
 // Engine request), Suspender (stops the conversation's containers),

@@ -253,11 +253,15 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	}
 	names := map[string]string{}
 	var rts []backend.Runtime
+	var warnings backend.Warnings
 	for id := range ids {
 		if len(want) > 0 && !want[id] {
 			continue
 		}
-		rt, ok := b.conversation(id, byID, ctl, eng, opts.Light)
+		rt, ok, warn := b.conversation(id, byID, ctl, eng, opts.Light)
+		if warn != "" {
+			warnings = append(warnings, warn)
+		}
 		if !ok {
 			continue
 		}
@@ -294,21 +298,42 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	b.names = names
 	b.mu.Unlock()
 	sort.Slice(rts, func(i, j int) bool { return rts[i].ID < rts[j].ID })
-	return rts, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		sort.Strings(warnings)
+		return rts, warnings
+	}
+	return rts, nil
 }
 
 // conversation builds the runtime of one conversation id from its folder,
-// manifest, marker and containers; ok is false when there is nothing to
-// show (a stray marker).
-func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl control, eng engineView, light bool) (backend.Runtime, bool) {
+// manifest, marker and containers; ok is false when nothing of it is there
+// to manage (only its manifest, or its manifest and marker: archived).
+// warn says what of a conversation the agent-server would resume is gone:
+// a manifest and a history whose runtime folder and containers are not
+// there any more (the agent-server would resume it into an empty runtime).
+// A manifest alone is a conversation not started yet (the agent-server
+// writes it first) and says nothing.
+func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl control, eng engineView, light bool) (rt backend.Runtime, ok bool, warn string) {
 	l := b.opts.Layout
 	rt, hasDir := dirs[id]
 	m, hasManifest := ctl.manifests[id]
 	bad, badManifest := ctl.bad[id]
 	retiredAt, marked := ctl.markers[id]
 	containers := eng.ours[id]
-	if !hasDir && !hasManifest && !badManifest && len(containers) == 0 {
-		return backend.Runtime{}, false
+	if !hasDir && len(containers) == 0 {
+		switch {
+		case marked:
+		case badManifest:
+			warn = fmt.Sprintf("conversation %s: its runtime-control manifest is unreadable (%s)", UUID(id), bad)
+		case hasManifest && !stateTime(l.StatePath(id)).IsZero():
+			warn = fmt.Sprintf("conversation %s: its runtime folder and containers are gone but it is not archived: "+
+				"the agent-server would resume it into an empty runtime (its history is in %s; its manifest is never touched)",
+				UUID(id), l.ConversationDir(id))
+		}
+		return backend.Runtime{}, false, warn
 	}
 	if !hasDir {
 		rt = backend.Runtime{State: backend.StateStopped}
@@ -361,13 +386,8 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 		rt.State = containersState(containers)
 	case marked && hasDir:
 		rt.Orphan = "archived by the agent-server (its marker is in runtime-control), its runtime folder still here"
-	case marked && len(containers) == 0:
-		rt.State = backend.StateArchived
 	case marked:
 		rt.Orphan = "archived by the agent-server, its containers still here"
-	case !hasDir && len(containers) == 0:
-		rt.State = backend.StateMissing
-		rt.Orphan = "a runtime-control manifest whose runtime folder and containers are gone"
 	}
 	if !light && hasDir {
 		if at := stateTime(l.StatePath(id)); at.After(rt.LastActivity) {
@@ -377,7 +397,7 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 	if !light {
 		rt.Fingerprint = fingerprint(rt, containers, marked, hasManifest)
 	}
-	return rt, true
+	return rt, true, ""
 }
 
 // containersState is the most active state of containers.

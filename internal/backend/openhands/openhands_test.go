@@ -32,15 +32,23 @@ func newBackend(a *agentServer) *openhands.Backend {
 
 func list(t *testing.T, b *openhands.Backend) map[string]backend.Runtime {
 	t.Helper()
+	rts, _ := listWarned(t, b)
+	return rts
+}
+
+// listWarned lists, and returns the listing's warnings too.
+func listWarned(t *testing.T, b *openhands.Backend) (map[string]backend.Runtime, backend.Warnings) {
+	t.Helper()
 	rts, err := b.List(testtree.Context(t), backend.ListOptions{})
-	if err != nil {
+	var warnings backend.Warnings
+	if err != nil && !errors.As(err, &warnings) {
 		t.Fatal(err)
 	}
 	out := map[string]backend.Runtime{}
 	for _, rt := range rts {
 		out[rt.ID] = rt
 	}
-	return out
+	return out, warnings
 }
 
 // TestLayoutDerivesWhatTheAgentServerDoes: the paths of its storage module
@@ -153,10 +161,11 @@ func mapsKeys(m map[string]backend.Runtime) func(func(string) bool) {
 
 // TestOrphansAndDamageAreReported: a runtime folder without a manifest, a
 // conversation the agent-server archived whose folder is still there, and
-// the agent-server's trash are orphans; a manifest whose folder is gone is
-// missing (an orphan with nothing to free); an archived conversation is
-// archived; a manifest that names another conversation, or is a link, is
-// reported and pinned.
+// the agent-server's trash are orphans; a conversation whose folder is gone
+// although it ran (its history is there) is a warning of the listing, and
+// one not started yet (a manifest only) or archived (manifest and marker)
+// is not listed; a manifest that names another conversation, or is a
+// link, is reported and pinned.
 func TestOrphansAndDamageAreReported(t *testing.T) {
 	a := newAgentServer(t)
 	old := time.Now().Add(-72 * time.Hour)
@@ -165,7 +174,12 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 	half := a.create("")
 	a.run(half, old)
 	testtree.Write(t, a.l.MarkerPath(half), `{"retired_at": "2026-01-01T00:00:00+00:00"}`)
-	gone := a.create("")
+	fresh := a.create("")
+	lost := a.create("")
+	a.run(lost, old)
+	if err := os.RemoveAll(a.l.RunDir(lost)); err != nil {
+		t.Fatal(err)
+	}
 	archived := a.create("")
 	a.run(archived, old)
 	a.retire(archived)
@@ -180,7 +194,7 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rts := list(t, newBackend(a))
+	rts, warnings := listWarned(t, newBackend(a))
 	check := func(id string, state backend.State, orphan, pinned string) {
 		t.Helper()
 		rt, ok := rts[id]
@@ -194,13 +208,19 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 	}
 	check(noManifest, backend.StateStopped, "no runtime-control manifest", "")
 	check(half, backend.StateStopped, "archived by the agent-server", "")
-	check(gone, backend.StateMissing, "runtime folder and containers are gone", "")
-	check(archived, backend.StateArchived, "", "")
+	for _, id := range []string{fresh, lost, archived} {
+		if _, ok := rts[id]; ok {
+			t.Errorf("%s listed: nothing of it is there to manage", id)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], openhands.UUID(lost)) || !strings.Contains(warnings[0], "not archived") {
+		t.Errorf("warnings %q, want one about %s", warnings, lost)
+	}
 	check(mismatch, backend.StateStopped, "", "names conversation")
 	check(linked, backend.StateStopped, "", "is a symbolic link")
 	check(openhands.TrashID, backend.StateUnowned, "set aside for deletion", "")
-	if rts[archived].Labels["archived_at"] == "" {
-		t.Errorf("archived: labels %v", rts[archived].Labels)
+	if rts[half].Labels["archived_at"] == "" {
+		t.Errorf("half archived: labels %v", rts[half].Labels)
 	}
 }
 
@@ -335,8 +355,8 @@ func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
 	if _, err := os.Stat(a.l.RunDir(keep)); err != nil {
 		t.Errorf("the recent conversation was touched: %v", err)
 	}
-	if rt := list(t, b)[id]; rt.State != backend.StateArchived {
-		t.Errorf("after retention: %+v", rt)
+	if rt, ok := list(t, b)[id]; ok {
+		t.Errorf("after retention it is still listed: %+v", rt)
 	}
 
 	// The archive holds the workspace and the home, not the caches.
