@@ -445,7 +445,9 @@ func TestCapabilities(t *testing.T) {
 
 // toLedgerKey is the key the engine records a runtime of the test's one
 // source under.
-func toLedgerKey(k backend.Key) ledger.Key { return ledger.Key{Source: sourceName, Backend: k.Backend, ID: k.ID} }
+func toLedgerKey(k backend.Key) ledger.Key {
+	return ledger.Key{Source: sourceName, Backend: k.Backend, ID: k.ID}
+}
 
 const sourceName = "openhands[0]"
 
