@@ -333,7 +333,7 @@ func (d *discovery) worktree(dir, common string) (Found, error) {
 		return Found{}, nil
 	}
 	if common == "" {
-		target, err := readLinkFile(filepath.Join(dir, ".git"), "gitdir: ")
+		target, err := worktree.ReadLinkFile(filepath.Join(dir, ".git"), "gitdir: ")
 		if err != nil {
 			return Found{}, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -347,7 +347,7 @@ func (d *discovery) worktree(dir, common string) (Found, error) {
 		return Found{}, err
 	}
 	f := Found{What: "worktree", Path: dir, Repo: d.repoOf(common)}
-	if head, err := readLinkFile(filepath.Join(admin, "HEAD"), ""); err == nil {
+	if head, err := worktree.ReadLinkFile(filepath.Join(admin, "HEAD"), ""); err == nil {
 		if ref, ok := strings.CutPrefix(head, "ref: "); ok {
 			f.Branch = strings.TrimPrefix(ref, "refs/heads/")
 		} // else detached: no branch
@@ -453,7 +453,7 @@ func (d *discovery) otherWorktrees() {
 			Looked: []string{admins}}
 		unproven := 0
 		for _, e := range entries {
-			back, err := readLinkFile(filepath.Join(admins, e.Name(), "gitdir"), "")
+			back, err := worktree.ReadLinkFile(filepath.Join(admins, e.Name(), "gitdir"), "")
 			if err != nil || !filepath.IsAbs(back) || filepath.Base(back) != ".git" {
 				continue
 			}
@@ -497,21 +497,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// readLinkFile reads the one-line file git writes to link a worktree and
-// its admin folder ("gitdir: X" in the worktree's .git, X/.git in the
-// admin folder's gitdir).
-func readLinkFile(p, prefix string) (string, error) {
-	data, err := beneath.ReadFileAt(p, 4096)
-	if err != nil {
-		return "", err
-	}
-	s := strings.TrimRight(string(data), "\r\n")
-	rest, ok := strings.CutPrefix(s, prefix)
-	if !ok || rest == "" || strings.ContainsAny(rest, "\n\x00") {
-		return "", fmt.Errorf("%s does not hold one %spath line", p, prefix)
-	}
-	return rest, nil
-}
 
 // layouts adds the OpenHands persistence layouts found in the homes, in
 // Options.PersistenceDirs and from containers' mounts (added by
