@@ -497,7 +497,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-
 // layouts adds the OpenHands persistence layouts found in the homes, in
 // Options.PersistenceDirs and from containers' mounts (added by
 // containers), each once.
