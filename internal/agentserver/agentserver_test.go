@@ -20,7 +20,7 @@ const key = "session-key-0123456789"
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 func runtime(id string, state backend.State, url, k string) backend.Runtime {
-	return backend.Runtime{Key: backend.Key{Backend: "openhands", ID: id}, State: state,
+	return backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: id}, State: state,
 		LastActivity: t0.Add(-3 * time.Hour), AgentServer: &backend.AgentServer{URL: url, SessionKey: k}}
 }
 

@@ -1,4 +1,4 @@
-// Package openhands is the "openhands-server" backend: the runtimes of one
+// Package openhands is the "openhands" backend: the runtimes of one
 // OpenHands agent-server in Docker mode, found the way its own storage
 // module finds them, from two settings (Layout): the persistence folder P
 // and the conversations folder C.

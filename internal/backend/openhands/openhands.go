@@ -26,9 +26,9 @@ import (
 )
 
 // Name is the backend's name in runtime keys.
-// (OpenHands Cloud's sandboxes are the "openhands" backend, package
+// (OpenHands Cloud's sandboxes are the "openhands-cloud" backend, package
 // openhandscloud.)
-const Name = "openhands-server"
+const Name = "openhands"
 
 // ID prefixes of the runtimes that are no conversation's folder.
 const (

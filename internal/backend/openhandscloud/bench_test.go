@@ -37,7 +37,7 @@ func BenchmarkPass1000(b *testing.B) {
 			f.AddConversation(fakes.OpenHandsConversation{ID: "c-" + id, User: "alice", SandboxID: id, CreatedAt: t0.Add(-3 * time.Hour), UpdatedAt: last, Execution: "idle"})
 		}
 		c := fakes.Client(b, f.URL, remote.HeaderAuth("X-Access-Token", remote.NewSecret(key)))
-		src := engine.Source{Name: "openhands[0]", Backend: &openhandscloud.Backend{Client: c}, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Retention: 7 * 24 * time.Hour}}
+		src := engine.Source{Name: "openhands-cloud[0]", Backend: &openhandscloud.Backend{Client: c}, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Retention: 7 * 24 * time.Hour}}
 		eng, store := fakes.Engine(b, clock, src)
 		ctx := context.Background()
 		b.StartTimer()

@@ -1,4 +1,4 @@
-// Package openhandscloud is the "openhands" backend: sandboxes of an
+// Package openhandscloud is the "openhands-cloud" backend: sandboxes of an
 // OpenHands Cloud (or self-hosted OpenHands) app server, through its V1
 // API. It calls only:
 //

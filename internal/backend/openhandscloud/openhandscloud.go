@@ -16,7 +16,7 @@ import (
 )
 
 // Name is the backend's name in keys.
-const Name = "openhands"
+const Name = "openhands-cloud"
 
 // OpenHands' documented server-wide defaults (RUNTIME_IDLE_SECONDS 1200,
 // RUNTIME_DEAD_SECONDS 60 days).
@@ -43,7 +43,7 @@ type Backend struct {
 	ServerIdlePause, ServerDelete time.Duration
 }
 
-// Name returns "openhands".
+// Name returns "openhands-cloud".
 func (b *Backend) Name() string { return Name }
 
 type exposedURL struct {

@@ -45,7 +45,7 @@ func setup(t *testing.T, set policy.Settings, opt func(*openhandscloud.Backend))
 	if opt != nil {
 		opt(b)
 	}
-	eng, store := fakes.Engine(t, clock, engine.Source{Name: "openhands[0]", Backend: b, Settings: set})
+	eng, store := fakes.Engine(t, clock, engine.Source{Name: "openhands-cloud[0]", Backend: b, Settings: set})
 	return &env{f, clock, b, eng, store}
 }
 
@@ -149,7 +149,7 @@ func TestRetentionForcedPathKeepsConversations(t *testing.T) {
 		t.Fatal("the forced path deleted the conversation (its transcript)")
 	}
 	// The record knows which conversations used it.
-	rec, err := e.store.Runtime(context.Background(), ledger.Key{Source: "openhands[0]", Backend: "openhands", ID: "stale"})
+	rec, err := e.store.Runtime(context.Background(), ledger.Key{Source: "openhands-cloud[0]", Backend: "openhands-cloud", ID: "stale"})
 	if err != nil || rec.State != string(backend.StateArchived) {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
@@ -159,7 +159,7 @@ func TestGentlePathDeletesConversationsAndNeverForces(t *testing.T) {
 	e := setup(t, policy.Settings{}, func(b *openhandscloud.Backend) { b.DeleteConversations = true })
 	ctx := context.Background()
 	e.sandbox("mine", "PAUSED", t0.Add(-10*24*time.Hour), nil)
-	rt := backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "mine"}}
+	rt := backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "mine"}}
 	if err := e.b.Delete(ctx, rt, backend.DeleteOptions{Step: backend.StepDelete}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestGentlePathDeletesConversationsAndNeverForces(t *testing.T) {
 	// the sandbox stays, and that is an error, not a forced delete.
 	e.sandbox("shared", "PAUSED", t0.Add(-10*24*time.Hour), nil)
 	e.f.AddConversation(fakes.OpenHandsConversation{ID: "c-bob", User: "bob", SandboxID: "shared", CreatedAt: t0, UpdatedAt: t0})
-	err := e.b.Delete(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "shared"}}, backend.DeleteOptions{Step: backend.StepDelete})
+	err := e.b.Delete(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "shared"}}, backend.DeleteOptions{Step: backend.StepDelete})
 	if !errors.Is(err, backend.ErrConflict) {
 		t.Fatalf("a sandbox kept by an invisible conversation: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestGentlePathDeletesConversationsAndNeverForces(t *testing.T) {
 	// An active conversation refuses the gentle path.
 	e.sandbox("live", "RUNNING", t0, nil)
 	e.f.Touch("c-live", "running")
-	err = e.b.Delete(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "live"}}, backend.DeleteOptions{Step: backend.StepDelete})
+	err = e.b.Delete(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "live"}}, backend.DeleteOptions{Step: backend.StepDelete})
 	if !errors.Is(err, backend.ErrBusy) || !e.f.Conversation("c-live") {
 		t.Fatalf("active conversation: %v", err)
 	}
@@ -224,7 +224,9 @@ func TestHeldLeasedPinnedUntouched(t *testing.T) {
 	if _, err := e.eng.Observe(ctx, engine.ObserveOptions{Record: true, Light: true}); err != nil {
 		t.Fatal(err)
 	}
-	lk := func(id string) ledger.Key { return ledger.Key{Source: "openhands[0]", Backend: "openhands", ID: id} }
+	lk := func(id string) ledger.Key {
+		return ledger.Key{Source: "openhands-cloud[0]", Backend: "openhands-cloud", ID: id}
+	}
 	if _, err := e.store.Update(ctx, lk("leased"), func(r *ledger.RuntimeRecord) error { r.LeaseUntil = t0.Add(2 * time.Hour); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +268,7 @@ func TestPauseAndDeleteAreIdempotent(t *testing.T) {
 	e := setup(t, policy.Settings{}, nil)
 	ctx := context.Background()
 	e.sandbox("s", "RUNNING", t0, nil)
-	rt := backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "s"}}
+	rt := backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "s"}}
 	for range 2 {
 		if err := e.b.Suspend(ctx, rt, backend.SuspendOptions{}); err != nil {
 			t.Fatal(err)
@@ -329,7 +331,7 @@ func TestPausedSandboxNeverWokenAndAgentServerOnlyWhenRunning(t *testing.T) {
 		if _, err := e.b.List(ctx, backend.ListOptions{IDs: []string{"asleep"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.b.Lifecycle(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "asleep"}}, backend.LifecycleOptions{}); err != nil {
+		if _, err := e.b.Lifecycle(ctx, backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "asleep"}}, backend.LifecycleOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -363,7 +365,7 @@ func TestNativeLifecycleIsServerWide(t *testing.T) {
 	e := setup(t, policy.Settings{}, func(b *openhandscloud.Backend) { b.ServerDelete = -1 })
 	e.sandbox("s", "RUNNING", t0, nil)
 	before := e.f.Total()
-	l, err := e.b.Lifecycle(context.Background(), backend.Runtime{Key: backend.Key{Backend: "openhands", ID: "s"}},
+	l, err := e.b.Lifecycle(context.Background(), backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "s"}},
 		backend.LifecycleOptions{Set: &backend.Lifecycle{IdleSuspend: time.Hour}})
 	if err != nil || l.IdleSuspend != openhandscloud.DefaultServerIdlePause || l.Delete != 0 || len(l.Can) != 0 {
 		t.Fatalf("lifecycle: %+v %v", l, err)
