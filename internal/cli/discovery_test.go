@@ -123,6 +123,19 @@ func TestDiscoveryNothingFound(t *testing.T) {
 	if exists(filepath.Join(m.base, "state")) {
 		t.Error("discovery made a state folder")
 	}
+	// The README's quick start begins with exactly this dry run.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "go run ./cmd/reclaimer") {
+			if line != "go run ./cmd/reclaimer plan" {
+				t.Errorf("the README's first command is %q, not the discovery's dry run", line)
+			}
+			break
+		}
+	}
 	// apply never runs over a discovery: it says how to configure.
 	_, errOut, code := m.run("apply")
 	if code != 2 || !strings.Contains(errOut, "reclaimer init --write") {
