@@ -26,6 +26,7 @@ type fakeMachine struct {
 	repo          string // the user's repository the agents work on
 	persistenceIn []string
 	docker        bool
+	env           *ops.DiscoverOptions // overrides options()
 }
 
 func newFakeMachine(t *testing.T) *fakeMachine {
@@ -51,6 +52,9 @@ func (m *fakeMachine) worktree(path, branch string) string {
 }
 
 func (m *fakeMachine) options() *ops.DiscoverOptions {
+	if m.env != nil {
+		return m.env
+	}
 	return &ops.DiscoverOptions{NoDocker: !m.docker, Discover: discover.Options{
 		Homes:           []discover.Home{{User: "ana", Dir: m.home}},
 		WorktreeRoots:   []string{m.worktreeRoot},

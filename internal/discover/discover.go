@@ -117,6 +117,9 @@ type Options struct {
 	// Docker, when set, is asked for the OpenHands containers; nil: none
 	// are looked for.
 	Docker *dockerclient.Client
+	// ContainerLabels, when set, narrow the containers looked at to those
+	// carrying all of them (a test looks only at its own).
+	ContainerLabels map[string]string
 	// Prove checks that path is a linked worktree git made for the
 	// repository whose common git folder is common, from both sides, and
 	// returns its admin folder; default worktree.ProveLinked, the proof
@@ -582,7 +585,7 @@ func (d *discovery) containers(ctx context.Context) error {
 	if d.opts.Docker == nil {
 		return nil
 	}
-	all, err := d.opts.Docker.List(ctx, nil)
+	all, err := d.opts.Docker.List(ctx, d.opts.ContainerLabels)
 	if err != nil {
 		d.place("docker", "OpenHands containers", err.Error())
 		return nil
