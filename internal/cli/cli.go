@@ -313,7 +313,7 @@ func printCommandUsage(w io.Writer, s spec, fs *flag.FlagSet) {
 	}
 	if s.local {
 		g = "--config FILE"
-		if s.name == "size" || s.name == "usage" || s.name == "version" {
+		if s.name == "size" || s.name == "usage" || s.name == "version" || s.name == "init" {
 			g = ""
 		}
 	}
