@@ -292,6 +292,12 @@ func (d *discovery) worktreeRoot(root string, depth int, kind, agent, what strin
 		d.place(root, what, why)
 		return
 	}
+	if !d.owned(root) {
+		// Another user's place (a shared /tmp): its table would manage
+		// that user's worktrees too.
+		d.place(root, what, "not yours")
+		return
+	}
 	src := Source{Kind: kind, Agent: agent, Config: Table{Name: "worktrees", Keys: []Key{{"root", root}}}, Looked: []string{root}}
 	var errs []string
 	walk(root, depth, func(dir string) bool {
