@@ -17,9 +17,7 @@ import (
 // discovering tells whether the command runs over a zero-configuration
 // discovery: plan, ls or status with no --config, no --repo or --dir and
 // no --server.
-func (c *command) discovering() bool {
-	return c.discovers && c.g.config == "" && c.g.server == "" && len(c.g.repos) == 0 && len(c.g.dirs) == 0
-}
+func (c *command) discovering() bool { return c.discovers && c.unconfigured() }
 
 // unconfigured tells whether the command was given no configuration and
 // no source flags (and no daemon).
