@@ -122,15 +122,19 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	a.run(stray, old)
 	strayC := run.Create(dockertest.Spec{Name: "oh-stray" + suffix, Labels: owner, Binds: a.binds(stray)})
 	unclaimedC := run.Create(dockertest.Spec{Name: "oh-unclaimed" + suffix, Labels: owner})
+	// A stopped execution-only container (a crash left it).
+	execC := run.Create(dockertest.Spec{Name: openhands.ExecutionNamePrefix + conversationID()[:12],
+		Labels: map[string]string{openhands.ExecutionScopeLabel: a.l.ExecutionScope()}})
 
 	opts := m.options()
 	opts.Discover.ContainerLabels = map[string]string{dockertest.LabelKey: run.Label}
 	m.env = opts
 
 	// Discovery: the agent-server's storage, from the home and from its
-	// containers' mounts, as one [[openhands]] source; nothing else.
+	// containers' mounts, as one [[openhands]] source (its execution-only
+	// container with it, not a second source); nothing else.
 	out, errOut := m.runOK("plan")
-	if !strings.Contains(out, "OpenHands (openhands): 2 found") || !strings.Contains(out, `persistence_dir = "`+a.l.PersistenceDir+`"`) ||
+	if !strings.Contains(out, "OpenHands (openhands): 3 found") || !strings.Contains(out, "managed with it") || !strings.Contains(out, `persistence_dir = "`+a.l.PersistenceDir+`"`) ||
 		strings.Count(out, "[[") != 1 {
 		t.Errorf("discovery of the agent-server:\n%s\n%s", out, errOut)
 	}
@@ -150,7 +154,7 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 		t.Fatalf("init's file has no retention or grace to edit:\n%s", data)
 	}
 	write(t, file, edited)
-	for i := 0; i < 4 && (exists(a.l.RunDir(idle)) || exists(a.l.RunDir(stray)) || run.State(unclaimedC) != "gone"); i++ {
+	for i := 0; i < 4 && (exists(a.l.RunDir(idle)) || exists(a.l.RunDir(stray)) || run.State(unclaimedC) != "gone" || run.State(execC) != "gone"); i++ {
 		m.runOK("--config", file, "apply")
 	}
 	marker, err := os.ReadFile(a.l.MarkerPath(idle))
@@ -166,8 +170,8 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	if !exists(filepath.Join(a.l.ConversationDir(idle), "bash_events", "event-0.json")) || !exists(a.l.StatePath(idle)) {
 		t.Error("the history was touched")
 	}
-	if exists(a.l.RunDir(stray)) || run.State(strayC) != "gone" || run.State(unclaimedC) != "gone" {
-		t.Errorf("orphans not swept: folder %v, containers %s %s", exists(a.l.RunDir(stray)), run.State(strayC), run.State(unclaimedC))
+	if exists(a.l.RunDir(stray)) || run.State(strayC) != "gone" || run.State(unclaimedC) != "gone" || run.State(execC) != "gone" {
+		t.Errorf("orphans not swept: folder %v, containers %s %s %s", exists(a.l.RunDir(stray)), run.State(strayC), run.State(unclaimedC), run.State(execC))
 	}
 	out, _ = m.runOK("--config", file, "archives", idle)
 	if !strings.Contains(out, idle) {
@@ -208,7 +212,7 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 		}
 	}
 	// The swept orphans stay in the ledger's record as deleted.
-	if len(states) != 3 || states[idle] != "stopped" || states[stray] != "deleted" || states[openhands.ContainerPrefix+"oh-unclaimed"+suffix] != "deleted" {
+	if len(states) != 4 || states[idle] != "stopped" || states[stray] != "deleted" || states[openhands.ContainerPrefix+"oh-unclaimed"+suffix] != "deleted" {
 		t.Errorf("after resume: %v", states)
 	}
 
