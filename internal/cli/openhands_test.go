@@ -217,12 +217,22 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	}
 
 	// A conversation that ran but lost its folder and containers (not
-	// archived): reported, never acted on (its manifest holds the keys to
-	// the history).
+	// archived): an orphan; swept, it is marked archived as the
+	// agent-server's own retention leaves it, its manifest (the keys to the
+	// history) and history kept.
 	lost := a.create()
 	testtree.Write(t, a.l.StatePath(lost), `{"execution_status": "idle"}`)
-	out, errOut, code := m.run("--config", file, "plan")
-	if code != 1 || !strings.Contains(errOut, lost) || !exists(a.l.ManifestPath(lost)) {
-		t.Errorf("a lost conversation: exit %d\n%s\n%s", code, out, errOut)
+	lostManifest, _ := os.ReadFile(a.l.ManifestPath(lost))
+	if out, _ := m.runOK("--config", file, "ls", "-o", "wide"); !strings.Contains(out, lost) {
+		t.Errorf("the lost conversation is not listed:\n%s", out)
+	}
+	for i := 0; i < 3 && !exists(a.l.MarkerPath(lost)); i++ {
+		m.runOK("--config", file, "apply")
+	}
+	if marker, err := os.ReadFile(a.l.MarkerPath(lost)); err != nil || !markerFormat.Match(marker) {
+		t.Errorf("the lost conversation's marker: %q %v", marker, err)
+	}
+	if now, _ := os.ReadFile(a.l.ManifestPath(lost)); string(now) != string(lostManifest) || !exists(a.l.StatePath(lost)) {
+		t.Error("the lost conversation's manifest or history changed")
 	}
 }
