@@ -470,7 +470,7 @@ func TestOrphansAreSwept(t *testing.T) {
 	gone := a.create("")
 	retired := a.create("")
 	a.run(retired, old)
-	a.retire(retired) // leaves an entry in its trash
+	a.retire(retired)    // leaves an entry in its trash
 	lost := a.create("") // ran, then lost its folder (not archived)
 	a.run(lost, old)
 	if err := os.RemoveAll(a.l.RunDir(lost)); err != nil {
