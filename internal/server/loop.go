@@ -343,6 +343,9 @@ func configChanges(a, b *config.Config) []string {
 			if strings.Contains(strings.ToLower(k), "secret") || strings.Contains(k, "token") {
 				va, vb = "(hidden)", "(hidden)"
 			}
+			if k == "ledger.url" {
+				va, vb = config.RedactURL(va), config.RedactURL(vb)
+			}
 			out = append(out, fmt.Sprintf("%s: %s → %s", k, orNone(va), orNone(vb)))
 		}
 	}
