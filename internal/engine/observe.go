@@ -251,6 +251,11 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			results[i].skipped = true
 			continue
 		}
+		if _, ok := e.termOf(src); !ok {
+			// The leader's to list: not listed is not missing.
+			results[i].skipped = true
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()

@@ -139,6 +139,11 @@ func (d *Daemon) loop(ctx context.Context) {
 }
 
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
+	if d.ledgerDown() {
+		d.log.Warn("pass skipped: the ledger (PostgreSQL) does not answer", "trigger", trigger)
+		return
+	}
+	d.recoverLeaderEntries(ctx)
 	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
 	}
