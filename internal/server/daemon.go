@@ -95,7 +95,7 @@ type Daemon struct {
 	raw ledger.Store
 	// fleet is set when the ledger is PostgreSQL ([ledger] url).
 	fleet *fleetRole
-	acts *activityBuffer
+	acts  *activityBuffer
 	// bg counts background work that uses the ledger (a provider sync
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
