@@ -305,7 +305,13 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 
-	unlock, err := e.lockRuntime(ctx, rt.Key)
+	lockCtx := ctx
+	if term != nil {
+		// A leader stopped while it holds the lock keeps its successor
+		// off this runtime no longer than its term could have lasted.
+		lockCtx = ledger.WithLockIdle(ctx, term.Remaining())
+	}
+	unlock, err := e.lockRuntime(lockCtx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
 		return r, nil
