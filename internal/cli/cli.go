@@ -88,7 +88,7 @@ func init() {
 	commands = []spec{
 		planCmd, applyCmd, lsCmd, statusCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
-		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
+		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, ledgerCmd, versionCmd,
 	}
 }
 

@@ -309,3 +309,23 @@ type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version,omitempty"`
 }
+
+// LedgerCopy is what `reclaimer ledger copy` copied from a SQLite ledger
+// into PostgreSQL, and how it was checked.
+type LedgerCopy struct {
+	From string `json:"from"`
+	// To is the target's URL, its password hidden.
+	To      string `json:"to"`
+	Replica string `json:"replica"`
+	// Renamed are the local sources whose runtimes now carry the
+	// replica's name: old source name → new.
+	Renamed map[string]string `json:"renamed"`
+	// Counts are the records copied, by kind; read back from the target
+	// they were the same.
+	Counts map[string]int `json:"counts"`
+	// Digest is the SHA-256 of every record, on both sides.
+	Digest string `json:"digest"`
+	// Foreign are sources the records name that this configuration does
+	// not have: copied as they are.
+	Foreign []string `json:"foreign,omitempty"`
+}
