@@ -10,6 +10,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/postgres"
+	"github.com/reclaimer/reclaimer/internal/sources"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -138,4 +139,11 @@ func (a *App) followerMessages(ctx context.Context) []string {
 		return nil
 	}
 	return []string{a.notLeading(ctx, "left alone: "+strings.Join(labels, ", ")).Error()}
+}
+
+// isReplicaSource tells a fleet replica's local source name
+// ("host-b/dirs:/srv/runs").
+func isReplicaSource(name string) bool {
+	_, ok := sources.ReplicaOf(name)
+	return ok
 }
