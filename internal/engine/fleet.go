@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/leader"
@@ -104,6 +105,47 @@ func callCtx(ctx context.Context, t *leader.Term) (context.Context, context.Canc
 	cctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(t.Context(), func() { cancel(errNotLeading) })
 	return cctx, func() { stop(); cancel(nil) }, nil
+}
+
+// readScoped is readLedger in a fleet: the records of the sources this
+// replica acts on now, not every host's (records of other sources are
+// never this engine's business: attachLedger skips them anyway).
+func (e *Engine) readScoped(ctx context.Context, sr ledger.ScopedReader, v *ledgerView, now time.Time) (*ledgerView, error) {
+	var names []string
+	for _, s := range e.ActingSources() {
+		names = append(names, s.Name)
+	}
+	var err error
+	if v.activity, err = sr.ActivityTimesIn(ctx, names); err != nil {
+		return nil, fmt.Errorf("observe: read activity: %w", err)
+	}
+	holds, err := e.opts.Ledger.ListHolds(ctx, ledger.HoldFilter{Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("observe: read holds: %w", err)
+	}
+	for _, h := range holds {
+		v.held[h.Key] = h.Holder
+	}
+	if v.states, err = sr.RuntimeStatesIn(ctx, names); err != nil {
+		return nil, fmt.Errorf("observe: read runtimes: %w", err)
+	}
+	for _, name := range names {
+		var after ledger.Key
+		for {
+			page, err := e.opts.Ledger.ListRuntimes(ctx, ledger.RuntimeFilter{Source: name, After: after, Limit: 10000, Decided: true})
+			if err != nil {
+				return nil, fmt.Errorf("observe: read runtimes: %w", err)
+			}
+			for _, r := range page {
+				v.records[r.Key] = r
+			}
+			if len(page) < 10000 {
+				break
+			}
+			after = page[len(page)-1].Key
+		}
+	}
+	return v, nil
 }
 
 // recoverable reports whether an unfinished journal entry of k is this

@@ -363,6 +363,9 @@ type ledgerView struct {
 func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, error) {
 	st := e.opts.Ledger
 	v := &ledgerView{held: map[ledger.Key]string{}, records: map[ledger.Key]ledger.RuntimeRecord{}}
+	if sr, ok := st.(ledger.ScopedReader); ok && e.opts.Lead != nil {
+		return e.readScoped(ctx, sr, v, now)
+	}
 	var err error
 	if v.activity, err = st.ActivityTimes(ctx); err != nil {
 		return nil, fmt.Errorf("observe: read activity: %w", err)

@@ -38,6 +38,16 @@ type Locker interface {
 	Lock(ctx context.Context, key Key, wait time.Duration) (unlock func() error, err error)
 }
 
+// ScopedReader is implemented by a store shared by a fleet: a replica's
+// pass reads the states and activity of its own sources' runtimes only,
+// not every host's (a tenth of the reading with ten hosts). The maps are
+// those of RuntimeStates and ActivityTimes, restricted to keys whose
+// Source is one of sources.
+type ScopedReader interface {
+	RuntimeStatesIn(ctx context.Context, sources []string) (map[Key]string, error)
+	ActivityTimesIn(ctx context.Context, sources []string) (map[Key]time.Time, error)
+}
+
 type lockIdleKey struct{}
 
 // WithLockIdle bounds, for the locks taken with the returned context, how

@@ -12,3 +12,8 @@ CREATE TABLE replicas (
 	started_at   bigint NOT NULL,
 	heartbeat_at bigint NOT NULL
 );
+
+-- A replica's pass reads only its own sources' records (Store.
+-- RuntimeStatesIn, ActivityTimesIn): runtimes has runtimes_by_source; this
+-- is activity's. source never changes, so activity's updates stay HOT.
+CREATE INDEX activity_by_source ON activity (source, backend, runtime_id);
