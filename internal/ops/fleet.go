@@ -62,9 +62,6 @@ func (a *App) fleetStore() *postgres.Store {
 	return pg
 }
 
-// leads reports whether this replica leads (true outside a fleet).
-func (a *App) leads() bool { return a.setupNow().engine.Leads() }
-
 // Fleet is the fleet's replicas and leader, nil outside a fleet.
 func (a *App) Fleet(ctx context.Context) (*views.Fleet, error) {
 	s := a.setupNow()
