@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/cli"
 	"github.com/reclaimer/reclaimer/internal/ledger"
@@ -289,8 +291,9 @@ func TestFleetOfProcesses(t *testing.T) {
 	dbURL := srv.NewDatabase(t)
 	u, _ := url.Parse(dbURL)
 	dbName := strings.TrimPrefix(u.Path, "/")
-	cut := srv.NewProxy(t) // between r2 and PostgreSQL
-	store, err := postgres.Open(t.Context(), dbURL)
+	cut := srv.NewProxy(t)                                                         // between r2 and PostgreSQL
+	store, err := postgres.Open(t.Context(), dbURL+"&application_name=fleet-test") // not counted with the replicas'
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +334,21 @@ func TestFleetOfProcesses(t *testing.T) {
 		return err == nil && code == 200 && st.Fleet != nil && st.Fleet.Leader == "r1" && !st.Fleet.Leading &&
 			len(st.Fleet.Replicas) == 3 && st.Fleet.Replica == "r3"
 	})
+
+	// The leader says so in its metrics; a follower too.
+	for name, want := range map[string]string{"r1": "reclaimer_leader 1", "r3": "reclaimer_leader 0"} {
+		req, _ := http.NewRequest("GET", "http://replica/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+rs[name].token)
+		resp, err := rs[name].client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "\n"+want+"\n") || !strings.Contains(string(body), "reclaimer_leader_changes_total 1") {
+			t.Errorf("metrics of %s lack %q and one leader change", name, want)
+		}
+	}
 
 	// A hold taken on r3 keeps r1's passes off the sandbox.
 	var hold views.Hold
@@ -463,6 +481,22 @@ func TestFleetOfProcesses(t *testing.T) {
 	var list views.RuntimeList
 	if code, err := rs["r3"].do("GET", "/v1/runtimes?backend=dir", nil, &list); err != nil || code != 200 || len(list.Runtimes) != 9 {
 		t.Errorf("r3 lists %d run folders (%d %v), want every host's 9", len(list.Runtimes), code, err)
+	}
+
+	// Connections: at most the pool and the LISTEN one per replica.
+	conn, err := pgx.Connect(context.Background(), dbURL+"&application_name=fleet-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var conns int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'reclaimer'`).Scan(&conns); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PostgreSQL connections of the replicas now: %d", conns)
+	if conns > 3*(postgres.DefaultMaxConns+1) {
+		t.Errorf("%d connections for 3 replicas, more than %d each", conns, postgres.DefaultMaxConns+1)
 	}
 
 	// SIGTERM of the leader: it resigns, another takes over at once.
