@@ -97,7 +97,7 @@ func init() {
 	commands = []spec{
 		planCmd, applyCmd, lsCmd, statusCmd, initCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
-		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
+		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, ledgerCmd, versionCmd,
 	}
 }
 

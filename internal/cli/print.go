@@ -236,6 +236,38 @@ func printStatus(out io.Writer, st *views.Status) {
 		}
 		fmt.Fprintf(out, "last action: %s %s of %s/%s, %s\n", e.At.Local().Format(time.RFC3339), e.Step, e.Backend, e.Runtime, outcome)
 	}
+	if f := st.Fleet; f != nil {
+		printFleet(out, f)
+	}
+}
+
+// printFleet shows the replicas of a fleet and who leads.
+func printFleet(out io.Writer, f *views.Fleet) {
+	switch {
+	case f.Leader == "":
+		fmt.Fprintf(out, "leader: none right now (an election is due); this is %s\n", f.Replica)
+	default:
+		me := ""
+		if f.Leading {
+			me = " (this replica)"
+		}
+		fmt.Fprintf(out, "leader: %s%s since %s, generation %d, lease until %s\n", f.Leader, me,
+			f.LeaderSince.Local().Format(time.RFC3339), f.Generation, f.LeaseExpiresAt.Local().Format(time.RFC3339))
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "REPLICA\tVERSION\tLAST HEARTBEAT\tSTARTED\tAPI\tROLE")
+	for _, r := range f.Replicas {
+		role := "follower"
+		switch {
+		case r.Leader:
+			role = "leader"
+		case !r.Alive:
+			role = "silent"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.LastHeartbeat.Local().Format(time.RFC3339),
+			r.StartedAt.Local().Format(time.RFC3339), r.API, role)
+	}
+	tw.Flush()
 }
 
 func reclaimableText(by map[string]int64) string {

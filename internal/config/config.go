@@ -39,6 +39,16 @@ type Ledger struct {
 	// Path (path) is the SQLite file of the ledger. Absolute; "~/" expands
 	// to $HOME. Default: ledger.db in the state folder (see StateDir).
 	Path string `toml:"path"`
+	// URL (url), when set, makes the ledger PostgreSQL, shared by the
+	// replicas of a fleet: "postgres://user@host:5432/db?sslmode=..." or
+	// "postgres:///db?host=/run/postgresql" (docs/fleet.md). Path then
+	// only names the state folder (its parent). Never printed whole: its
+	// password is hidden wherever the configuration is shown.
+	URL string `toml:"url"`
+	// PasswordFile (password_file) holds the password of URL's role
+	// (absolute; surrounding white space is ignored), instead of a
+	// password in URL or PGPASSWORD in the environment.
+	PasswordFile string `toml:"password_file"`
 }
 
 // Archive is the [archive] table.
@@ -141,7 +151,7 @@ func FlagPath(path string) (string, error) {
 // default ledger path and archive folder. It never fails: what it cannot
 // resolve it leaves for Validate to report.
 func (c *Config) resolve() {
-	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir, &c.Server.TokenFile} {
+	for _, p := range []*string{&c.Ledger.Path, &c.Ledger.PasswordFile, &c.Archive.Dir, &c.Server.TokenFile} {
 		*p = expandHome(*p)
 	}
 	if c.Archive.S3 != nil {

@@ -30,6 +30,13 @@ type Server struct {
 	// HoldWait (hold_wait) bounds how long taking a hold waits while a pass
 	// acts on that runtime. Default DefaultHoldWait.
 	HoldWait *Duration `toml:"hold_wait"`
+	// Name (name) is this replica's name in a fleet ([ledger] url set):
+	// it owns the local sources of this configuration (worktrees, dirs,
+	// docker), whose source names it prefixes. Default: the host name.
+	Name string `toml:"name"`
+	// LeaderLease (leader_lease) is the leadership lease for remote
+	// sources in a fleet. Default DefaultLeaderLease.
+	LeaderLease *Duration `toml:"leader_lease"`
 }
 
 // Notify is one [[notify]] table: a webhook.
@@ -49,6 +56,11 @@ const (
 	DefaultListen   = "127.0.0.1:7390"
 	DefaultInterval = 5 * time.Minute
 	DefaultHoldWait = 10 * time.Second
+	// DefaultLeaderLease is [server] leader_lease's default.
+	DefaultLeaderLease = 15 * time.Second
+	// MinLeaderLease is the shortest lease accepted: renewals go every
+	// third of it, and a fenced write may take a second.
+	MinLeaderLease = time.Second
 )
 
 // NotifyEvents are the kinds of notices a webhook may receive.
@@ -62,6 +74,9 @@ type ServerSettings struct {
 	LogFormat string
 	LogLevel  string
 	HoldWait  time.Duration
+	// Name is the replica's name ([server] name, else the host name).
+	Name        string
+	LeaderLease time.Duration
 }
 
 // ServerSettings resolves [server] with its defaults.
@@ -82,6 +97,11 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if s.LogLevel == "" {
 		s.LogLevel = "info"
+	}
+	s.Name = c.ReplicaName()
+	s.LeaderLease = DefaultLeaderLease
+	if c.Server.LeaderLease != nil {
+		s.LeaderLease = time.Duration(*c.Server.LeaderLease)
 	}
 	return s
 }
@@ -130,6 +150,7 @@ func (v *validator) server() {
 	if s.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
 		v.add("server.log_level", `%q: want "debug", "info", "warn" or "error"`, s.LogLevel)
 	}
+	v.fleet()
 	for i, n := range v.c.Notify {
 		key := fmt.Sprintf("notify[%d]", i)
 		u, err := url.Parse(n.URL)

@@ -16,6 +16,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/filelock"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -39,6 +40,10 @@ type Source struct {
 	// ListTimeout bounds one listing of the source, retries included; past
 	// it the source is a problem of the pass. 0: no bound but ctx's.
 	ListTimeout time.Duration
+	// Shared: the source's runtimes are every replica's of a fleet (a
+	// remote provider's sandboxes), acted on by the leader alone (see
+	// Options.Lead). Sources of a host's own files are not shared.
+	Shared bool
 }
 
 // BusyFunc tells, for each path, why it is busy ("" or absent: not busy).
@@ -55,6 +60,13 @@ type Options struct {
 	// state, against every process sharing the ledger; nil: a file lock
 	// per runtime under StateDir/locks (one host).
 	Locker ledger.Locker
+	// Lead, in a fleet, returns this replica's leadership term while it
+	// leads: shared sources are listed and acted on only then, their
+	// writes fenced by the term through Fencer (fleet.go). Nil: one host,
+	// every source is acted on.
+	Lead func() (*leader.Term, bool)
+	// Fencer writes under a lease's generation; required with Lead.
+	Fencer ledger.Fencer
 	// ArchiveDir is where archives are written when Sink is nil, and the
 	// parent of the private staging folders of exports.
 	ArchiveDir string
@@ -115,6 +127,9 @@ func New(opts Options) (*Engine, error) {
 		if _, ok := backend.As[backend.Lister](s.Backend); !ok {
 			return nil, fmt.Errorf("new engine: source %q cannot list runtimes", s.Name)
 		}
+	}
+	if opts.Lead != nil && opts.Fencer == nil {
+		return nil, errors.New("new engine: a leadership without a fencer")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

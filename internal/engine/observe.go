@@ -251,6 +251,11 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			results[i].skipped = true
 			continue
 		}
+		if _, ok := e.termOf(src); !ok {
+			// The leader's to list: not listed is not missing.
+			results[i].skipped = true
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -358,6 +363,9 @@ type ledgerView struct {
 func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, error) {
 	st := e.opts.Ledger
 	v := &ledgerView{held: map[ledger.Key]string{}, records: map[ledger.Key]ledger.RuntimeRecord{}}
+	if sr, ok := st.(ledger.ScopedReader); ok && e.opts.Lead != nil {
+		return e.readScoped(ctx, sr, v, now)
+	}
 	var err error
 	if v.activity, err = st.ActivityTimes(ctx); err != nil {
 		return nil, fmt.Errorf("observe: read activity: %w", err)

@@ -31,6 +31,7 @@ const (
 	Conflict     ErrorErrorCode = "conflict"
 	Internal     ErrorErrorCode = "internal"
 	NotFound     ErrorErrorCode = "not_found"
+	NotLeader    ErrorErrorCode = "not_leader"
 	Protected    ErrorErrorCode = "protected"
 	ShuttingDown ErrorErrorCode = "shutting_down"
 	TooLarge     ErrorErrorCode = "too_large"
@@ -57,6 +58,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case Internal:
 		return true
 	case NotFound:
+		return true
+	case NotLeader:
 		return true
 	case Protected:
 		return true
@@ -169,6 +172,9 @@ type ErrorErrorCode string
 
 // Filesystem defines model for Filesystem.
 type Filesystem = views.Filesystem
+
+// Fleet set when the ledger is PostgreSQL, shared by the replicas of a fleet (docs/fleet.md)
+type Fleet = views.Fleet
 
 // Health defines model for Health.
 type Health = views.Health
@@ -378,6 +384,9 @@ type Registration struct {
 
 // Release defines model for Release.
 type Release = views.Release
+
+// Replica defines model for Replica.
+type Replica = views.Replica
 
 // RestoreRequest defines model for RestoreRequest.
 type RestoreRequest struct {
@@ -3825,6 +3834,8 @@ type RunPassResponse struct {
 	JSON410 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *Error
 	// JSON423 the response for an HTTP 423 `application/json` response
 	JSON423 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -3859,6 +3870,11 @@ func (r RunPassResponse) GetJSON410() *Error {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RunPassResponse) GetJSON413() *Error {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RunPassResponse) GetJSON421() *Error {
+	return r.JSON421
 }
 
 // GetJSON423 returns the response for an HTTP 423 `application/json` response
@@ -5845,6 +5861,13 @@ func ParseRunPassResponse(rsp *http.Response) (*RunPassResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
 		var dest Error

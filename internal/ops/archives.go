@@ -200,7 +200,18 @@ func (a *App) restorerOf(k backend.Key) (backend.Restorer, error) {
 // timers of remote sources.
 func (a *App) Native(ctx context.Context, sync bool, only []backend.Key) (*views.NativeReport, error) {
 	s := a.setupNow()
-	opts := native.Options{Sources: s.sources, Ledger: a.store, Now: a.clock.Now, Only: only}
+	// The remote sources' timers are the leader's to keep: a follower
+	// shows and writes only its own sources', and the leader's writes
+	// stop with its term.
+	opts := native.Options{Sources: s.engine.ActingSources(), Ledger: a.store, Now: a.clock.Now, Only: only}
+	if s.cfg.Fleet() && sync && a.opts.Lead != nil {
+		if t, ok := a.opts.Lead(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(t.Context(), cancel)()
+		}
+	}
 	if sync {
 		return native.Sync(ctx, opts)
 	}

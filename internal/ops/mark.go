@@ -294,6 +294,10 @@ func (a *App) keyOf(backendName, source, id, field string) (backend.Key, error) 
 		return backend.Key{Source: match[0], Backend: backendName, ID: id}, nil
 	case len(match) > 1:
 		return backend.Key{}, Input(join(field, "source"), "backend %q has %d sources (%v): give source", backendName, len(match), match)
+	case source != "" && s.cfg.Fleet() && isReplicaSource(source):
+		// Another replica's local source: every replica takes its hosts'
+		// reports, and the owner reads them from the shared ledger.
+		return backend.Key{Source: source, Backend: backendName, ID: id}, nil
 	case source != "":
 		return backend.Key{}, Input(join(field, "source"), "no configured source %q of backend %q", source, backendName)
 	}

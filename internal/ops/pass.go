@@ -100,6 +100,7 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 		if len(s.sources) == 0 {
 			p.Problems = append(p.Problems, noSources())
 		}
+		p.Messages = append(p.Messages, a.followerMessages(ctx)...)
 	}
 	if req.DryRun {
 		a.rememberPlan(rep.Plan)
@@ -285,6 +286,18 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 			return nil, err
 		}
 		pr.Exact = p
+	}
+	if pr.Exact != nil && !pr.DryRun {
+		var keys []backend.Key
+		for _, act := range pr.Exact.Actions {
+			keys = append(keys, act.Key())
+		}
+		if shared := a.sharedOnFollower(keys); len(shared) > 0 {
+			return nil, a.notLeading(ctx, fmt.Sprintf("apply a plan acting on %s (and %d more of the remote sources)", shared[0], len(shared)-1))
+		}
+	}
+	switch {
+	case pr.Exact != nil:
 	default:
 		live := req.Delete
 		keys, err := a.resolveKeysLive(ctx, "runtimes", req.Runtimes, live)
@@ -292,6 +305,9 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 			return nil, err
 		}
 		pr.Only = keys
+		if shared := a.sharedOnFollower(keys); len(shared) > 0 {
+			return nil, a.notLeading(ctx, fmt.Sprintf("%s (%d of the runtimes asked for)", shared[0], len(shared)))
+		}
 		if req.Delete {
 			pr.Steps = []backend.Step{backend.StepDelete}
 			for _, k := range keys {

@@ -23,6 +23,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
 	"github.com/reclaimer/reclaimer/internal/notify"
 	"github.com/reclaimer/reclaimer/internal/ops"
@@ -90,9 +91,11 @@ type Daemon struct {
 	stateDir string
 	clock    clock.Clock
 
-	app  *ops.App
-	raw  *sqlite.Store
-	acts *activityBuffer
+	app *ops.App
+	raw ledger.Store
+	// fleet is set when the ledger is PostgreSQL ([ledger] url).
+	fleet *fleetRole
+	acts  *activityBuffer
 	// bg counts background work that uses the ledger (a provider sync
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
@@ -146,8 +149,14 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if !config.ListenIsLocal(ss.Listen) && ss.TokenFile == "" {
 		return nil, fmt.Errorf("serve: refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)
 	}
-	d.raw, err = sqlite.Open(ctx, cfg.Ledger.Path)
-	if err != nil {
+	var fenced ops.Options
+	if cfg.Fleet() {
+		if d.fleet, err = d.openFleet(ctx, cfg); err != nil {
+			return nil, err
+		}
+		d.raw = d.fleet.pg
+		fenced = ops.Options{Lead: d.fleet.lead, Locker: d.fleet.pg, Fencer: d.fleet.pg, Postgres: d.fleet.pg}
+	} else if d.raw, err = sqlite.Open(ctx, cfg.Ledger.Path); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	d.acts = newActivityBuffer(d.raw, d.clock)
@@ -160,7 +169,8 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cur = s
 	d.app, err = ops.Open(ctx, ops.Options{Config: cfg, Store: pendingStore{Store: d.raw, buf: d.acts},
 		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.acts.record,
-		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh})
+		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh,
+		Lead: fenced.Lead, Locker: fenced.Locker, Fencer: fenced.Fencer, Postgres: fenced.Postgres})
 	if err != nil {
 		d.closeSetup(s)
 		d.raw.Close()
@@ -340,6 +350,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); d.loop(runCtx) }()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
+	// The elector outlives the loop: a stopping leader finishes the
+	// action in flight under its term, then resigns, and a follower
+	// takes over at once.
+	electCtx, stopElector := context.WithCancel(context.Background())
+	defer stopElector()
+	var fleetWG sync.WaitGroup
+	if d.fleet != nil {
+		fleetWG.Go(func() { d.fleet.elector.Run(electCtx) })
+		fleetWG.Go(func() { d.heartbeats(electCtx) })
+	}
 
 	var serveErr error
 	select {
@@ -360,6 +380,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.bg.Wait()
+	stopElector()
+	fleetWG.Wait()
 	cancelActs()
 	<-actsDone
 	// No request is in flight any more: every acknowledged report is in

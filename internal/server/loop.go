@@ -139,6 +139,11 @@ func (d *Daemon) loop(ctx context.Context) {
 }
 
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
+	if d.ledgerDown() {
+		d.log.Warn("pass skipped: the ledger (PostgreSQL) does not answer", "trigger", trigger)
+		return
+	}
+	d.recoverLeaderEntries(ctx)
 	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
 	}
@@ -342,6 +347,9 @@ func configChanges(a, b *config.Config) []string {
 			va, vb := fa[k], fb[k]
 			if strings.Contains(strings.ToLower(k), "secret") || strings.Contains(k, "token") {
 				va, vb = "(hidden)", "(hidden)"
+			}
+			if k == "ledger.url" {
+				va, vb = config.RedactURL(va), config.RedactURL(vb)
 			}
 			out = append(out, fmt.Sprintf("%s: %s → %s", k, orNone(va), orNone(vb)))
 		}

@@ -24,6 +24,8 @@ var viewTypes = map[string]reflect.Type{
 	"views.SourceStatus":     reflect.TypeFor[views.SourceStatus](),
 	"views.PassSummary":      reflect.TypeFor[views.PassSummary](),
 	"views.Status":           reflect.TypeFor[views.Status](),
+	"views.Fleet":            reflect.TypeFor[views.Fleet](),
+	"views.Replica":          reflect.TypeFor[views.Replica](),
 	"views.Problem":          reflect.TypeFor[views.Problem](),
 	"views.Release":          reflect.TypeFor[views.Release](),
 	"views.ActivityAccepted": reflect.TypeFor[views.ActivityAccepted](),

@@ -156,6 +156,42 @@ type Status struct {
 	// LastAction is the journal's newest entry.
 	LastAction *JournalEntry `json:"last_action,omitempty"`
 	Problems   []Problem     `json:"problems"`
+	// Fleet is set when the ledger is PostgreSQL, shared by replicas.
+	Fleet *Fleet `json:"fleet,omitempty"`
+}
+
+// Fleet is the replicas sharing a PostgreSQL ledger, and who leads the
+// remote sources.
+type Fleet struct {
+	// Replica is the name of the replica that answered.
+	Replica string `json:"replica"`
+	// Leading: the replica that answered leads now.
+	Leading bool `json:"leading"`
+	// Leader is the leading replica's name; empty when nobody holds the
+	// lease (an election is due).
+	Leader string `json:"leader,omitempty"`
+	// LeaderSince is when its lease was taken, Generation the lease's
+	// fencing token, LeaseExpiresAt when it runs out unless renewed (all
+	// by the database's clock).
+	LeaderSince    time.Time `json:"leader_since,omitzero"`
+	Generation     int64     `json:"generation,omitempty"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
+	// LeaderAPI is where the leader's API listens, as it configured it.
+	LeaderAPI string    `json:"leader_api,omitempty"`
+	Replicas  []Replica `json:"replicas"`
+}
+
+// Replica is one replica of a fleet as it last reported itself.
+type Replica struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// API is where its API listens, as configured.
+	API           string    `json:"api,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	// Alive: its last heartbeat is younger than two leases.
+	Alive  bool `json:"alive"`
+	Leader bool `json:"leader"`
 }
 
 // PassSummary is one pass that applied.
@@ -272,4 +308,24 @@ type ActivityAccepted struct {
 type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version,omitempty"`
+}
+
+// LedgerCopy is what `reclaimer ledger copy` copied from a SQLite ledger
+// into PostgreSQL, and how it was checked.
+type LedgerCopy struct {
+	From string `json:"from"`
+	// To is the target's URL, its password hidden.
+	To      string `json:"to"`
+	Replica string `json:"replica"`
+	// Renamed are the local sources whose runtimes now carry the
+	// replica's name: old source name → new.
+	Renamed map[string]string `json:"renamed"`
+	// Counts are the records copied, by kind; read back from the target
+	// they were the same.
+	Counts map[string]int `json:"counts"`
+	// Digest is the SHA-256 of every record, on both sides.
+	Digest string `json:"digest"`
+	// Foreign are sources the records name that this configuration does
+	// not have: copied as they are.
+	Foreign []string `json:"foreign,omitempty"`
 }
