@@ -273,3 +273,100 @@ type Health struct {
 	OK      bool   `json:"ok"`
 	Version string `json:"version,omitempty"`
 }
+
+// Explain is why one runtime is where it is: what the pass observed of
+// it, every policy in force and what it concluded, in the order the
+// policies run, what the next pass would do with it, and when its next
+// step would be due if nothing changed. It comes from a dry run: the same
+// observation and the same policy code as a pass.
+type Explain struct {
+	Runtime Runtime `json:"runtime"`
+	// ObservedAt is when the dry run behind it observed the world.
+	ObservedAt  time.Time   `json:"observed_at"`
+	Observation Observation `json:"observation"`
+	// Protection is what keeps every step away from it now, if anything.
+	Protection *Reason `json:"protection,omitempty"`
+	// Policies are the verdicts of the policies in force, in order;
+	// PoliciesOff the policies not in force for it (off in its settings,
+	// or not applicable, as the disk budget of a remote sandbox).
+	Policies    []Verdict     `json:"policies"`
+	PoliciesOff []policy.Code `json:"policies_off"`
+	NextPass    NextPass      `json:"next_pass"`
+	// NextStep is the step that comes first if nothing changes; nil when
+	// none would come on its own (pinned, held, busy, no policy on).
+	NextStep *NextStep `json:"next_step,omitempty"`
+	// Problems are what the dry run could not look at.
+	Problems []Problem `json:"problems"`
+	// Note says that this is a preview, not a promise.
+	Note string `json:"note"`
+}
+
+// Observation is what the policies were given of one runtime.
+type Observation struct {
+	// Listed: its source listed it in this pass (else the ledger's record
+	// is all there is, and no policy looked at it).
+	Listed bool   `json:"listed"`
+	State  string `json:"state"`
+	// LastActivity is the newest of ObservedActivity (its files, its
+	// provider) and ReportedActivity (touch, the API); LastActivityFrom
+	// says which ("observed", "reported", or "" when none is known).
+	LastActivity     time.Time `json:"last_activity,omitzero"`
+	LastActivityFrom string    `json:"last_activity_from,omitempty"`
+	ObservedActivity time.Time `json:"observed_activity,omitzero"`
+	ReportedActivity time.Time `json:"reported_activity,omitzero"`
+	CreatedAt        time.Time `json:"created_at,omitzero"`
+	// SizeBytes is its size on disk (-1 unknown); BytesByStep what each
+	// step would free of it now (a step its backend cannot take is
+	// absent).
+	SizeBytes   int64            `json:"size_bytes"`
+	BytesByStep map[string]int64 `json:"bytes_by_step"`
+	// Unsaved is the work a removal would lose without an archive; Busy
+	// the process using it.
+	Unsaved string `json:"unsaved,omitempty"`
+	Busy    string `json:"busy,omitempty"`
+	// Filesystem is the managed filesystem its files are on ("" remote).
+	Filesystem string `json:"filesystem,omitempty"`
+	// Capabilities are the roles of its backend the policies may use:
+	// "suspend", "delete", "export", "files".
+	Capabilities []string `json:"capabilities"`
+}
+
+// Verdict is what one policy concluded about one runtime.
+type Verdict struct {
+	// Policy is the rule (caches, lifetime_cap, idle_suspend, orphan,
+	// retention, request, disk_budget) and Step the step it proposes.
+	Policy policy.Code `json:"policy"`
+	Step   string      `json:"step"`
+	// Outcome: acts (the next pass takes the step), announces (the next
+	// pass announces it, due at Due), due (announced, due at Due), cancels
+	// (the next pass withdraws the notice) or not.
+	Outcome policy.Outcome `json:"outcome"`
+	// Code and Reason say why: the rule's reason when it acts, else what
+	// stops it (pinned, leased, held, busy, running, under_budget,
+	// too_recent, cannot_*, ...).
+	Code   policy.Code `json:"code"`
+	Reason string      `json:"reason"`
+	// Due is when the step is taken if nothing changes; absent when it
+	// would not come on its own.
+	Due time.Time `json:"due,omitzero"`
+}
+
+// NextPass is what the next pass would do with one runtime.
+type NextPass struct {
+	// At is when the daemon's next pass is due (absent without a daemon).
+	At time.Time `json:"at,omitzero"`
+	// Summary says it in words: "archive it (retention)", "nothing".
+	Summary   string    `json:"summary"`
+	Actions   []Action  `json:"actions"`
+	Skipped   []Skipped `json:"skipped"`
+	Scheduled []Notice  `json:"scheduled"`
+	Canceled  []Notice  `json:"canceled"`
+}
+
+// NextStep is the step due first if nothing changes.
+type NextStep struct {
+	Step   string      `json:"step"`
+	Policy policy.Code `json:"policy"`
+	Due    time.Time   `json:"due"`
+	Reason string      `json:"reason"`
+}
