@@ -86,7 +86,7 @@ var commands []spec
 
 func init() {
 	commands = []spec{
-		planCmd, applyCmd, lsCmd, statusCmd,
+		planCmd, applyCmd, lsCmd, statusCmd, explainCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
 		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
 	}

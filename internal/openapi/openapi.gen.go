@@ -167,6 +167,9 @@ type Error struct {
 // ErrorErrorCode defines model for Error.Error.Code.
 type ErrorErrorCode string
 
+// Explain defines model for Explain.
+type Explain = views.Explain
+
 // Filesystem defines model for Filesystem.
 type Filesystem = views.Filesystem
 
@@ -270,8 +273,17 @@ type NativeSetting struct {
 	Provider string `json:"provider"`
 }
 
+// NextPass defines model for NextPass.
+type NextPass = views.NextPass
+
+// NextStep defines model for NextStep.
+type NextStep = views.NextStep
+
 // Notice defines model for Notice.
 type Notice = views.Notice
+
+// Observation defines model for Observation.
+type Observation = views.Observation
 
 // Observed defines model for Observed.
 type Observed struct {
@@ -421,6 +433,9 @@ type Step string
 // Usage defines model for Usage.
 type Usage = views.Usage
 
+// Verdict defines model for Verdict.
+type Verdict = views.Verdict
+
 // Backend defines model for Backend.
 type Backend = string
 
@@ -496,6 +511,15 @@ type GetRuntimeParams struct {
 
 // ReportActivityParams defines parameters for ReportActivity.
 type ReportActivityParams struct {
+	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
+	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
+}
+
+// ExplainRuntimeParams defines parameters for ExplainRuntime.
+type ExplainRuntimeParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
 	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
 
@@ -818,6 +842,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runtimes/{id}/activity (the `ReportActivity` operationId).
 	ReportActivity(ctx context.Context, id ID, params *ReportActivityParams, body ReportActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExplainRuntime Why a runtime is where it is, from a dry run now.
+	//
+	// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+	//
+	// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+	ExplainRuntime(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TakeHoldWithBody Keep the runtime still; waits (bounded) while a pass acts on it.
 	//
@@ -1263,6 +1294,23 @@ func (c *Client) ReportActivityWithBody(ctx context.Context, id ID, params *Repo
 // Corresponds with POST /v1/runtimes/{id}/activity (the `ReportActivity` operationId).
 func (c *Client) ReportActivity(ctx context.Context, id ID, params *ReportActivityParams, body ReportActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReportActivityRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExplainRuntime Why a runtime is where it is, from a dry run now.
+//
+// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+//
+// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+func (c *Client) ExplainRuntime(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExplainRuntimeRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2358,6 +2406,71 @@ func NewReportActivityRequestWithBody(server string, id ID, params *ReportActivi
 	return req, nil
 }
 
+// NewExplainRuntimeRequest constructs an http.Request for the ExplainRuntime method
+func NewExplainRuntimeRequest(server string, id ID, params *ExplainRuntimeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runtimes/%s/explain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTakeHoldRequest calls the generic TakeHold builder with application/json body
 func NewTakeHoldRequest(server string, id ID, params *TakeHoldParams, body TakeHoldJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3194,6 +3307,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runtimes/{id}/activity (the `ReportActivity` operationId).
 	ReportActivityWithResponse(ctx context.Context, id ID, params *ReportActivityParams, body ReportActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportActivityResponse, error)
+
+	// ExplainRuntimeWithResponse Why a runtime is where it is, from a dry run now.
+	//
+	// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+	ExplainRuntimeWithResponse(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*ExplainRuntimeResponse, error)
 
 	// TakeHoldWithBodyWithResponse Keep the runtime still; waits (bounded) while a pass acts on it.
 	//
@@ -4314,6 +4436,82 @@ func (r ReportActivityResponse) ContentType() string {
 	return ""
 }
 
+type ExplainRuntimeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Explain
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON200() *Explain {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON423() *Error {
+	return r.JSON423
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExplainRuntimeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExplainRuntimeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExplainRuntimeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExplainRuntimeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type TakeHoldResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5219,6 +5417,21 @@ func (c *ClientWithResponses) ReportActivityWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseReportActivityResponse(rsp)
+}
+
+// ExplainRuntimeWithResponse Why a runtime is where it is, from a dry run now.
+//
+// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+func (c *ClientWithResponses) ExplainRuntimeWithResponse(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*ExplainRuntimeResponse, error) {
+	rsp, err := c.ExplainRuntime(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExplainRuntimeResponse(rsp)
 }
 
 // TakeHoldWithBodyWithResponse Keep the runtime still; waits (bounded) while a pass acts on it.
@@ -6192,6 +6405,67 @@ func ParseReportActivityResponse(rsp *http.Response) (*ReportActivityResponse, e
 	return response, nil
 }
 
+// ParseExplainRuntimeResponse parses an HTTP response from a ExplainRuntimeWithResponse call
+func ParseExplainRuntimeResponse(rsp *http.Response) (*ExplainRuntimeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExplainRuntimeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Explain
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseTakeHoldResponse parses an HTTP response from a TakeHoldWithResponse call
 func ParseTakeHoldResponse(rsp *http.Response) (*TakeHoldResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6731,6 +7005,9 @@ type ServerInterface interface {
 	// ReportActivity The runtime was in use (at "at", default now).
 	// (POST /v1/runtimes/{id}/activity)
 	ReportActivity(w http.ResponseWriter, r *http.Request, id ID, params ReportActivityParams)
+	// ExplainRuntime Why a runtime is where it is, from a dry run now.
+	// (GET /v1/runtimes/{id}/explain)
+	ExplainRuntime(w http.ResponseWriter, r *http.Request, id ID, params ExplainRuntimeParams)
 	// TakeHold Keep the runtime still; waits (bounded) while a pass acts on it.
 	// (POST /v1/runtimes/{id}/holds)
 	TakeHold(w http.ResponseWriter, r *http.Request, id ID, params TakeHoldParams)
@@ -7374,6 +7651,61 @@ func (siw *ServerInterfaceWrapper) ReportActivity(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// ExplainRuntime operation middleware
+func (siw *ServerInterfaceWrapper) ExplainRuntime(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExplainRuntimeParams
+
+	// ------------- Optional query parameter "backend" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "backend", r.URL.Query(), &params.Backend, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExplainRuntime(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // TakeHold operation middleware
 func (siw *ServerInterfaceWrapper) TakeHold(w http.ResponseWriter, r *http.Request) {
 
@@ -7973,6 +8305,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes", wrapper.RegisterRuntime)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/runtimes/{id}", wrapper.ReleaseRuntime)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/runtimes/{id}", wrapper.GetRuntime)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/runtimes/{id}/explain", wrapper.ExplainRuntime)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/activity", wrapper.ReportActivity)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/activity", wrapper.ReportActivityBatch)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/holds", wrapper.TakeHold)

@@ -64,6 +64,11 @@ func (a *api) GetRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID, 
 	answer(w, http.StatusOK, rt, err)
 }
 
+func (a *api) ExplainRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID, p openapi.ExplainRuntimeParams) {
+	ex, err := a.d.app.Explain(r.Context(), ref(id, p.Backend, p.Source))
+	answer(w, http.StatusOK, ex, err)
+}
+
 func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 	data, err := readBody(w, r, maxBody)
 	if err != nil {
