@@ -209,6 +209,11 @@ func printStatus(out io.Writer, st *views.Status) {
 		}
 		tw.Flush()
 	}
+	for _, f := range st.Filesystems {
+		if f.Forecast != nil {
+			fmt.Fprintf(out, "forecast %s: %s\n", f.Path, f.Forecast.Text)
+		}
+	}
 	for _, s := range st.Sources {
 		state := fmt.Sprintf("%d %s", s.Runtimes, plural(s.Runtimes, "runtime", "runtimes"))
 		if !s.Listed {

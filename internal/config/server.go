@@ -30,6 +30,10 @@ type Server struct {
 	// HoldWait (hold_wait) bounds how long taking a hold waits while a pass
 	// acts on that runtime. Default DefaultHoldWait.
 	HoldWait *Duration `toml:"hold_wait"`
+	// UsageRetention (usage_retention) is how long the usage samples each
+	// pass records (per managed filesystem) are kept. Default
+	// DefaultUsageRetention.
+	UsageRetention *Duration `toml:"usage_retention"`
 }
 
 // Notify is one [[notify]] table: a webhook.
@@ -49,6 +53,9 @@ const (
 	DefaultListen   = "127.0.0.1:7390"
 	DefaultInterval = 5 * time.Minute
 	DefaultHoldWait = 10 * time.Second
+	// DefaultUsageRetention keeps a month of usage samples: at the
+	// default interval, 8,640 per filesystem.
+	DefaultUsageRetention = 30 * 24 * time.Hour
 )
 
 // NotifyEvents are the kinds of notices a webhook may receive.
@@ -62,12 +69,15 @@ type ServerSettings struct {
 	LogFormat string
 	LogLevel  string
 	HoldWait  time.Duration
+	// UsageRetention is how long usage samples are kept.
+	UsageRetention time.Duration
 }
 
 // ServerSettings resolves [server] with its defaults.
 func (c *Config) ServerSettings() ServerSettings {
 	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
-		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait}
+		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait,
+		UsageRetention: DefaultUsageRetention}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
 	}
@@ -76,6 +86,9 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if c.Server.HoldWait != nil {
 		s.HoldWait = time.Duration(*c.Server.HoldWait)
+	}
+	if c.Server.UsageRetention != nil {
+		s.UsageRetention = time.Duration(*c.Server.UsageRetention)
 	}
 	if s.LogFormat == "" {
 		s.LogFormat = "text"
@@ -120,6 +133,9 @@ func (v *validator) server() {
 	}
 	if s.HoldWait != nil && *s.HoldWait < 0 {
 		v.add("server.hold_wait", "must not be negative")
+	}
+	if s.UsageRetention != nil && time.Duration(*s.UsageRetention) < time.Hour {
+		v.add("server.usage_retention", "must be at least an hour")
 	}
 	if s.TokenFile != "" {
 		v.absPath("server.token_file", s.TokenFile, "token file")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -50,6 +51,11 @@ type Options struct {
 	// Stop, when closed, ends applies between two actions (a graceful
 	// stop) and makes every new pass fail with ErrShuttingDown.
 	Stop <-chan struct{}
+	// SampleUsage records, after every full pass that applies, a usage
+	// sample of each managed filesystem in the ledger (the daemon).
+	SampleUsage bool
+	// Host names this host's usage samples; default its hostname.
+	Host string
 }
 
 // App is the application layer over one configuration: every operation,
@@ -78,6 +84,8 @@ type App struct {
 	lastPass *views.PassSummary
 	nextPass time.Time
 	plans    map[string]cachedPlan
+	// usagePruned is when old usage samples were last pruned.
+	usagePruned time.Time
 }
 
 // setup is what a configuration makes; Reload replaces it whole.
@@ -106,6 +114,9 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	}
 	if opts.Busy == nil {
 		opts.Busy = busy.Options{}.Reasons
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
 	}
 	a := &App{opts: opts, log: opts.Logger, clock: opts.Clock, passSem: make(chan struct{}, 1),
 		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store}

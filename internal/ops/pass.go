@@ -188,6 +188,9 @@ func (a *App) finishPass(rep PassReport, start time.Time) {
 		a.lastPass = sum
 	}
 	a.stateMu.Unlock()
+	if a.opts.SampleUsage && full && !req.DryRun {
+		a.recordUsage(context.Background(), rep.World, rep.Plan)
+	}
 	if a.opts.OnPass != nil {
 		a.opts.OnPass(rep)
 	}

@@ -49,6 +49,11 @@ func (a *api) GetStatus(w http.ResponseWriter, r *http.Request) {
 	answer(w, http.StatusOK, st, err)
 }
 
+func (a *api) GetUsage(w http.ResponseWriter, r *http.Request, p openapi.GetUsageParams) {
+	u, err := a.d.app.Usage(r.Context(), ops.UsageQuery{Since: p.Since, Path: p.Path, Points: p.Points})
+	answer(w, http.StatusOK, u, err)
+}
+
 func (a *api) ListRuntimes(w http.ResponseWriter, r *http.Request, p openapi.ListRuntimesParams) {
 	limit := p.Limit
 	if limit == 0 {

@@ -125,6 +125,56 @@ type Filesystem struct {
 	// there, by step.
 	ReclaimableBytesByStep map[string]int64 `json:"reclaimable_bytes_by_step"`
 	ReclaimableBytes       int64            `json:"reclaimable_bytes"`
+	// Forecast is when it would be full at the rate of the last hours'
+	// usage samples; nil without two samples in that window.
+	Forecast *Forecast `json:"forecast,omitempty"`
+}
+
+// Forecast is when a filesystem would be full at its recent rate.
+type Forecast struct {
+	// Growing: its free space shrank over the window. FullAt and
+	// FullInHours are set only then.
+	Growing bool `json:"growing"`
+	// RateBytesPerHour is how fast its free space shrinks (negative: it
+	// grows), fitted over the samples of the window.
+	RateBytesPerHour float64   `json:"rate_bytes_per_hour"`
+	FullAt           time.Time `json:"full_at,omitzero"`
+	FullInHours      float64   `json:"full_in_hours,omitempty"`
+	// Window is the time the samples used span ("6h"), Samples how many.
+	Window  string `json:"window"`
+	Samples int    `json:"samples"`
+	// Text says it in words: "full in about 14 hours at the last 6 hours'
+	// rate", or "not growing".
+	Text string `json:"text"`
+}
+
+// UsageHistory is the usage of the managed filesystems over time: the
+// samples each pass of the daemon records, and each one's forecast.
+type UsageHistory struct {
+	Since       time.Time     `json:"since"`
+	Filesystems []UsageSeries `json:"filesystems"`
+}
+
+// UsageSeries is one filesystem's usage samples, oldest first.
+type UsageSeries struct {
+	Path string `json:"path"`
+	// High and Low are its watermarks in the configuration in force (0:
+	// no budget, or not a filesystem the last pass measured).
+	High    float64      `json:"high"`
+	Low     float64      `json:"low"`
+	Samples []UsagePoint `json:"samples"`
+	// Forecast is nil without two samples in its window.
+	Forecast *Forecast `json:"forecast,omitempty"`
+}
+
+// UsagePoint is one usage sample.
+type UsagePoint struct {
+	At         time.Time `json:"at"`
+	UsedBytes  int64     `json:"used_bytes"`
+	AvailBytes int64     `json:"avail_bytes"`
+	TotalBytes int64     `json:"total_bytes"`
+	// ReclaimableBytesByStep is what the pass's plan would free there.
+	ReclaimableBytesByStep map[string]int64 `json:"reclaimable_bytes_by_step,omitempty"`
 }
 
 // SourceStatus is what the last observation learned of one source.
