@@ -30,6 +30,8 @@ type metrics struct {
 	holdsTaken     prometheus.Counter
 	notices        *prometheus.CounterVec
 	requestLatency *prometheus.HistogramVec
+	// board: the series of the Grafana board and the alerts (metrics_board.go).
+	board *boardMetrics
 }
 
 func newMetrics(activeHolds func() float64) *metrics {
@@ -63,6 +65,7 @@ func newMetrics(activeHolds func() float64) *metrics {
 	m.reg.MustRegister(m.passDuration, m.freed, m.failed, m.runtimes, m.usage, m.problems, m.listed, m.activity, m.holdsTaken, m.notices,
 		m.requestLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "reclaimer_holds_active", Help: "Holds in force now."}, activeHolds))
+	m.board = newBoardMetrics(m.reg)
 	return m
 }
 
