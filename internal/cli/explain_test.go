@@ -167,6 +167,17 @@ func TestExplain(t *testing.T) {
 	if !jsonEqual(viaServer.Policies, api.Policies) || !jsonEqual(viaServer.NextStep, api.NextStep) {
 		t.Errorf("--server %+v\nAPI %+v", viaServer, api)
 	}
+	// A hold taken over the API: held by its holder.
+	if status := e.api("POST", "/v1/runtimes/pinned/holds", `{"holder":"agent-7","ttl":"10m"}`, nil); status != 201 {
+		t.Fatalf("take a hold: %d", status)
+	}
+	runOK(t, append(e.remoteArgs, "unpin", "pinned")...)
+	var held explainJSON
+	e.api("GET", "/v1/runtimes/pinned/explain", "", &held)
+	if o, code, reason, _ := held.verdict(t, "retention"); held.Protection == nil || held.Protection.Code != "held" || o != "not" ||
+		code != "held" || reason != "held by agent-7" {
+		t.Errorf("held: protection %+v, retention %s %s %q", held.Protection, o, code, reason)
+	}
 	if status := e.api("GET", "/v1/runtimes/nope/explain", "", nil); status != 404 {
 		t.Errorf("GET /v1/runtimes/nope/explain: %d", status)
 	}
