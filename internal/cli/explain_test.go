@@ -62,7 +62,7 @@ func TestExplain(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	old := time.Now().Add(-10 * 24 * time.Hour)
-	for _, r := range []string{"old", "fresh", "pinned", "leased", "busy"} {
+	for _, r := range []string{"old", "fresh", "pinned", "leased", "busy", "doomed"} {
 		write(t, filepath.Join(runs, r, "home", ".cache", "blob"), strings.Repeat("c", 16<<10))
 		write(t, filepath.Join(runs, r, "work", "notes.md"), "keep")
 		when := old
@@ -145,6 +145,13 @@ func TestExplain(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "--config", cfg, "explain", "nope"); code != 1 || !strings.Contains(errOut, "nope") {
 		t.Errorf("explain nope: exit %d %s", code, errOut)
+	}
+	// Deleted (archived first): no policy looks at it any more.
+	runOK(t, "--config", cfg, "delete", "doomed")
+	var gone explainJSON
+	runJSON(t, &gone, "--config", cfg, "explain", "doomed")
+	if gone.Observation.Listed || len(gone.Policies) != 0 || !strings.HasPrefix(gone.NextPass.Summary, "nothing: already ") || gone.NextStep != nil {
+		t.Errorf("explain of a deleted runtime: %+v", gone)
 	}
 	if _, _, code := run(t, "--config", cfg, "explain"); code != 2 {
 		t.Errorf("explain without an ID: exit %d", code)

@@ -77,7 +77,16 @@ func (a *App) Explain(ctx context.Context, ref Ref) (*views.Explain, error) {
 			out.NextPass.Canceled = append(out.NextPass.Canceled, n)
 		}
 	}
-	out.NextPass.Summary = nextSummary(out.NextPass, ex.Gone)
+	gone := ex.Gone
+	if x.Seen == nil {
+		// Not listed: archived, deleted or missing, or its source could
+		// not be read (the problems say so).
+		gone = policy.Reason{Code: policy.NotFound, Text: "its source did not list it in this pass (" + rec.State + ")"}
+		if !backend.State(rec.State).Present() {
+			gone = policy.Reason{Code: policy.AlreadyGone, Text: "already " + rec.State}
+		}
+	}
+	out.NextPass.Summary = nextSummary(out.NextPass, gone)
 	for _, pr := range p.Problems {
 		// The pass's problems that concern it: its source's, and those of
 		// no source (a filesystem that could not be measured).
