@@ -17,6 +17,7 @@ type explainJSON struct {
 		State            string           `json:"state"`
 		LastActivity     time.Time        `json:"last_activity"`
 		LastActivityFrom string           `json:"last_activity_from"`
+		SizeBytes        int64            `json:"size_bytes"`
 		BytesByStep      map[string]int64 `json:"bytes_by_step"`
 		Busy             string           `json:"busy"`
 	} `json:"observation"`
@@ -100,7 +101,7 @@ func TestExplain(t *testing.T) {
 	if o, code, _, _ := ex.verdict(t, "caches"); o != "acts" || code != "caches" {
 		t.Errorf("old: caches %s %s", o, code)
 	}
-	if ex.Observation.BytesByStep["caches"] < 16<<10 || ex.Observation.BytesByStep["archive"] < 16<<10 || ex.Observation.LastActivityFrom != "observed" {
+	if ex.Observation.SizeBytes < 16<<10 || ex.Observation.BytesByStep["caches"] < 16<<10 || ex.Observation.BytesByStep["archive"] < 16<<10 || ex.Observation.LastActivityFrom != "observed" {
 		t.Errorf("old: observation %+v", ex.Observation)
 	}
 	if len(ex.NextPass.Scheduled) != 1 || !strings.Contains(ex.NextPass.Summary, "announce archive") {

@@ -40,6 +40,9 @@ type Explained struct {
 	// dependencies its backend selects, and the whole runtime for archive
 	// and delete; a step it cannot have is absent.
 	BytesByStep map[backend.Step]int64
+	// SizeBytes is the runtime's size on disk (-1 when there is nothing
+	// to measure: a remote sandbox).
+	SizeBytes int64
 }
 
 // Plan observes the world and returns what a pass would do. It changes
@@ -158,7 +161,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 // explain explains what in decides for k, and measures what each step
 // would free of it.
 func (e *Engine) explain(ctx context.Context, in policy.Input, k backend.Key, s *Seen, cands []policy.Candidate, index map[backend.Key]int) *Explained {
-	x := &Explained{Seen: s, Explanation: policy.Explain(in, k), BytesByStep: map[backend.Step]int64{}}
+	x := &Explained{Seen: s, Explanation: policy.Explain(in, k), BytesByStep: map[backend.Step]int64{}, SizeBytes: -1}
 	if s == nil {
 		return x
 	}
@@ -192,6 +195,7 @@ func (e *Engine) explain(ctx context.Context, in policy.Input, k backend.Key, s 
 	if size < 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 		size = e.Size(ctx, *s.Runtime)
 	}
+	x.SizeBytes = size
 	if size >= 0 {
 		if c.Can.Delete {
 			x.BytesByStep[backend.StepArchive] = size

@@ -114,8 +114,8 @@ func observationView(v views.Runtime, x *engine.Explained, fss []policy.Filesyst
 	for step, n := range x.BytesByStep {
 		o.BytesByStep[string(step)] = n
 	}
-	if n, ok := x.BytesByStep[backend.StepDelete]; ok && o.SizeBytes < 0 {
-		o.SizeBytes = n
+	if x.SizeBytes >= 0 {
+		o.SizeBytes = x.SizeBytes
 	}
 	if c := x.Candidate; c != nil {
 		for _, fs := range fss {
