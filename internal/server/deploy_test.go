@@ -73,7 +73,7 @@ func boardMetricNames(t *testing.T) []string {
 	for _, v := range board.Templating.List {
 		names = append(names, metricName.FindAllString(v.Definition, -1)...)
 	}
-	// What the board is for (the list; the leader's panel comes
+	// What the board is for (the leader's panel comes
 	// with the fleet's reclaimer_leader).
 	for _, want := range []string{"Filesystem usage against watermarks", "Freed by step", "Pass duration", "Actions by outcome",
 		"Sources with problems", "Activity reports per second", "Holds"} {
@@ -125,7 +125,7 @@ func alertMetricNames(t *testing.T) []string {
 			}
 		}
 	}
-	// The four: usage above the high watermark for 15 minutes, a
+	// The four it must have: usage above the high watermark for 15 minutes, a
 	// source unreadable for 3 passes, passes failing, no pass for 3
 	// intervals.
 	for name, want := range map[string]string{
