@@ -95,7 +95,7 @@ var commands []spec
 
 func init() {
 	commands = []spec{
-		planCmd, applyCmd, lsCmd, statusCmd, initCmd,
+		planCmd, applyCmd, lsCmd, statusCmd, explainCmd, initCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
 		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, ledgerCmd, versionCmd,
 	}

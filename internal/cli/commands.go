@@ -316,6 +316,31 @@ var statusCmd = spec{name: "status", summary: "filesystems, sources, runtimes by
 		}
 	}}
 
+var explainCmd = spec{name: "explain", args: "ID", summary: "why a runtime is where it is: every policy's verdict, the next pass, the next step", sources: true, readOnly: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := needIDs("explain", args); err != nil {
+				return err
+			}
+			if len(args) > 1 {
+				return usagef("explain: one runtime at a time (unexpected %q)", args[1])
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				ex, err := s.Explain(ctx, refsOf(args)[0])
+				if err != nil {
+					return err
+				}
+				c.problems(ex.Problems)
+				if *asJSON {
+					return printJSON(c.env.Stdout, ex)
+				}
+				printExplain(c.env.Stdout, ex)
+				return nil
+			})
+		}
+	}}
+
 // mark runs one change on every runtime named: all, or none.
 func (c *command) mark(ctx context.Context, name string, args []string, req ops.MarkRequest) error {
 	if err := needIDs(name, args); err != nil {

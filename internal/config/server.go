@@ -37,6 +37,10 @@ type Server struct {
 	// LeaderLease (leader_lease) is the leadership lease for remote
 	// sources in a fleet. Default DefaultLeaderLease.
 	LeaderLease *Duration `toml:"leader_lease"`
+	// UsageRetention (usage_retention) is how long the usage samples each
+	// pass records (per managed filesystem) are kept. Default
+	// DefaultUsageRetention.
+	UsageRetention *Duration `toml:"usage_retention"`
 }
 
 // Notify is one [[notify]] table: a webhook.
@@ -61,6 +65,9 @@ const (
 	// MinLeaderLease is the shortest lease accepted: renewals go every
 	// third of it, and a fenced write may take a second.
 	MinLeaderLease = time.Second
+	// DefaultUsageRetention keeps a month of usage samples: at the
+	// default interval, 8,640 per filesystem.
+	DefaultUsageRetention = 30 * 24 * time.Hour
 )
 
 // NotifyEvents are the kinds of notices a webhook may receive.
@@ -77,12 +84,15 @@ type ServerSettings struct {
 	// Name is the replica's name ([server] name, else the host name).
 	Name        string
 	LeaderLease time.Duration
+	// UsageRetention is how long usage samples are kept.
+	UsageRetention time.Duration
 }
 
 // ServerSettings resolves [server] with its defaults.
 func (c *Config) ServerSettings() ServerSettings {
 	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
-		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait}
+		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait,
+		UsageRetention: DefaultUsageRetention}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
 	}
@@ -91,6 +101,9 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if c.Server.HoldWait != nil {
 		s.HoldWait = time.Duration(*c.Server.HoldWait)
+	}
+	if c.Server.UsageRetention != nil {
+		s.UsageRetention = time.Duration(*c.Server.UsageRetention)
 	}
 	if s.LogFormat == "" {
 		s.LogFormat = "text"
@@ -140,6 +153,9 @@ func (v *validator) server() {
 	}
 	if s.HoldWait != nil && *s.HoldWait < 0 {
 		v.add("server.hold_wait", "must not be negative")
+	}
+	if s.UsageRetention != nil && time.Duration(*s.UsageRetention) < time.Hour {
+		v.add("server.usage_retention", "must be at least an hour")
 	}
 	if s.TokenFile != "" {
 		v.absPath("server.token_file", s.TokenFile, "token file")

@@ -123,6 +123,9 @@ type World struct {
 	// be listed, filesystems that could not be measured, selections that
 	// failed. They did not stop the pass.
 	Problems []plan.Problem
+	// Explained is the explanation a plan was asked for
+	// (PlanOptions.Explain); nil otherwise.
+	Explained *Explained
 
 	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -61,6 +62,11 @@ type Options struct {
 	Fencer ledger.Fencer
 	// Postgres is the fleet's store under Store when Store wraps it.
 	Postgres *postgres.Store
+	// SampleUsage records, after every full pass that applies, a usage
+	// sample of each managed filesystem in the ledger (the daemon).
+	SampleUsage bool
+	// Host names this host's usage samples; default its hostname.
+	Host string
 }
 
 // App is the application layer over one configuration: every operation,
@@ -94,6 +100,8 @@ type App struct {
 	// cleanup removes what the App made for itself (a discovery's
 	// temporary state folder) when it closes.
 	cleanup func() error
+	// usagePruned is when old usage samples were last pruned.
+	usagePruned time.Time
 }
 
 // setup is what a configuration makes; Reload replaces it whole.
@@ -122,6 +130,9 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	}
 	if opts.Busy == nil {
 		opts.Busy = busy.Options{}.Reasons
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
 	}
 	a := &App{opts: opts, log: opts.Logger, clock: opts.Clock, passSem: make(chan struct{}, 1),
 		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store, pg: opts.Postgres}

@@ -42,6 +42,9 @@ type PassRequest struct {
 	Progress func(done, total int)
 	// Step, when set, is told how a long step goes (engine.Progress).
 	Step engine.Progress
+	// Explain, when set, asks the dry run to explain this runtime
+	// (engine.PlanOptions.Explain).
+	Explain backend.Key
 }
 
 // full tells whether the pass observes everything.
@@ -62,6 +65,13 @@ type PassReport struct {
 // runs on a context a client going away does not cancel: an action once
 // started finishes; a stop (Options.Stop) ends it between actions.
 func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Applied, error) {
+	p, res, _, err := a.pass(ctx, req)
+	return p, res, err
+}
+
+// pass is Pass, also giving what the pass observed (nil for an exact
+// plan).
+func (a *App) pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Applied, *engine.World, error) {
 	var timeout <-chan time.Time
 	if req.Wait > 0 {
 		t := a.clock.NewTimer(req.Wait)
@@ -71,15 +81,15 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	select {
 	case a.passSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	case <-timeout:
-		return nil, nil, fmt.Errorf("another pass is running; try again when it is done: %w", backend.ErrBusy)
+		return nil, nil, nil, fmt.Errorf("another pass is running; try again when it is done: %w", backend.ErrBusy)
 	case <-a.opts.Stop:
-		return nil, nil, ErrShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	defer func() { <-a.passSem }()
 	if closed(a.opts.Stop) {
-		return nil, nil, ErrShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	s := a.setupNow()
 	start := a.clock.Now()
@@ -91,10 +101,10 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	if req.Exact != nil {
 		rep.Plan = req.Exact
 	} else {
-		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests})
+		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests, Explain: req.Explain})
 		if err != nil {
 			rep.Err = err
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rep.Plan, rep.World = p, w
 		if len(s.sources) == 0 {
@@ -104,7 +114,7 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	}
 	if req.DryRun {
 		a.rememberPlan(rep.Plan)
-		return rep.Plan, nil, nil
+		return rep.Plan, nil, rep.World, nil
 	}
 	applyWorld := rep.World
 	if !req.full() {
@@ -121,10 +131,10 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 		Progress: req.Progress, Step: req.Step})
 	rep.Applied, rep.Err = res, err
 	if err != nil {
-		return rep.Plan, nil, err
+		return rep.Plan, nil, rep.World, err
 	}
 	a.keys.applied(res)
-	return rep.Plan, res, nil
+	return rep.Plan, res, rep.World, nil
 }
 
 func noSources() plan.Problem {
@@ -179,6 +189,9 @@ func (a *App) finishPass(rep PassReport, start time.Time) {
 		a.lastPass = sum
 	}
 	a.stateMu.Unlock()
+	if a.opts.SampleUsage && full && !req.DryRun {
+		a.recordUsage(context.Background(), rep.World, rep.Plan)
+	}
 	if a.opts.OnPass != nil {
 		a.opts.OnPass(rep)
 	}

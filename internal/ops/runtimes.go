@@ -344,6 +344,7 @@ func (a *App) Status(ctx context.Context) (*views.Status, error) {
 	}
 	if w != nil {
 		fillStatus(st, w, p)
+		a.forecasts(ctx, st)
 	}
 	a.stateMu.Lock()
 	st.LastPass, st.NextPassAt = a.lastPass, a.nextPass

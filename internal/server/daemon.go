@@ -169,7 +169,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cur = s
 	d.app, err = ops.Open(ctx, ops.Options{Config: cfg, Store: pendingStore{Store: d.raw, buf: d.acts},
 		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.acts.record,
-		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh,
+		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh, SampleUsage: true,
 		Lead: fenced.Lead, Locker: fenced.Locker, Fencer: fenced.Fencer, Postgres: fenced.Postgres})
 	if err != nil {
 		d.closeSetup(s)

@@ -32,6 +32,7 @@ func (d *Daemon) onPass(rep ops.PassReport) {
 		w = nil
 	}
 	d.metrics.observePass(rep.Request.Trigger, rep.Request.DryRun, rep.Took, w, rep.Plan, rep.Applied)
+	d.metrics.board.observe(d.metrics, rep, w, d.app.Config().ServerSettings().Interval, d.clock.Now())
 	if rep.Applied != nil {
 		d.announce(d.setupNow(), rep.Plan, rep.Applied)
 	}

@@ -34,6 +34,8 @@ type metrics struct {
 	// changed as this replica saw it.
 	leader        prometheus.Gauge
 	leaderChanges prometheus.Counter
+	// board: the series of the Grafana board and the alerts (metrics_board.go).
+	board *boardMetrics
 }
 
 func newMetrics(activeHolds func() float64) *metrics {
@@ -71,6 +73,7 @@ func newMetrics(activeHolds func() float64) *metrics {
 	m.reg.MustRegister(m.passDuration, m.freed, m.failed, m.runtimes, m.usage, m.problems, m.listed, m.activity, m.holdsTaken, m.notices,
 		m.requestLatency, m.leader, m.leaderChanges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "reclaimer_holds_active", Help: "Holds in force now."}, activeHolds))
+	m.board = newBoardMetrics(m.reg)
 	return m
 }
 

@@ -49,6 +49,15 @@ var viewTypes = map[string]reflect.Type{
 	"views.PruneApplied":     reflect.TypeFor[views.PruneApplied](),
 	"views.Prune":            reflect.TypeFor[views.Prune](),
 	"views.NativeReport":     reflect.TypeFor[views.NativeReport](),
+	"views.Explain":          reflect.TypeFor[views.Explain](),
+	"views.Forecast":         reflect.TypeFor[views.Forecast](),
+	"views.UsageHistory":     reflect.TypeFor[views.UsageHistory](),
+	"views.UsageSeries":      reflect.TypeFor[views.UsageSeries](),
+	"views.UsagePoint":       reflect.TypeFor[views.UsagePoint](),
+	"views.Observation":      reflect.TypeFor[views.Observation](),
+	"views.Verdict":          reflect.TypeFor[views.Verdict](),
+	"views.NextPass":         reflect.TypeFor[views.NextPass](),
+	"views.NextStep":         reflect.TypeFor[views.NextStep](),
 }
 
 // TestDocumentAndViewsAgree: every schema that names a view describes its
