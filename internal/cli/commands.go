@@ -546,14 +546,14 @@ var serveCmd = spec{name: "serve", summary: "the daemon: passes every [server] i
 			if c.g.server != "" {
 				return usagef("serve runs the daemon here; --server asks one")
 			}
-			return server.Run(ctx, server.Options{ConfigPath: c.g.config, Version: versionText(c.env.Version), Logs: c.env.Stderr, Signals: true})
+			return server.Run(ctx, server.Options{ConfigPath: c.g.config, Version: versionText(c.env), Logs: c.env.Stderr, Signals: true})
 		}
 	}}
 
 var versionCmd = spec{name: "version", summary: "the module version and commit", local: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		return func(ctx context.Context, c *command, args []string) error {
-			fmt.Fprintln(c.env.Stdout, versionText(c.env.Version))
+			fmt.Fprintln(c.env.Stdout, versionText(c.env))
 			return nil
 		}
 	}}
