@@ -219,31 +219,45 @@ type ActivityReport struct {
 	At                  time.Time
 }
 
-// ReportActivityBatch records many reports at once; reports of archived or
-// deleted runtimes are dropped (nothing to keep alive). A report that
+// ReportActivityBatch records many reports at once. Reports of archived or
+// deleted runtimes are dropped (nothing to keep alive) and named in
+// Ignored; reports of runtimes no pass has seen are recorded (a host may
+// report before the first pass) and named in Unknown. A report that
 // cannot be taken (an unknown backend, a time in the future) refuses the
 // batch, naming it.
-func (a *App) ReportActivityBatch(ctx context.Context, reports []ActivityReport) (int, error) {
+func (a *App) ReportActivityBatch(ctx context.Context, reports []ActivityReport) (views.ActivityAccepted, error) {
+	var ans views.ActivityAccepted
+	if err := a.keys.load(ctx, a.store); err != nil {
+		return ans, err
+	}
 	batch := make([]ledger.Activity, 0, len(reports))
 	for i, r := range reports {
 		field := fmt.Sprintf("reports[%d]", i)
 		k, err := a.keyOf(r.Backend, r.Source, r.ID, field)
 		if err != nil {
-			return 0, err
+			return views.ActivityAccepted{}, err
 		}
 		at, err := a.activityTime(field+".at", r.At)
 		if err != nil {
-			return 0, err
+			return views.ActivityAccepted{}, err
 		}
-		if state, ok := a.keys.get(k); ok && liveState(resolved{k, state}) != nil {
+		ref := views.ActivityRef{Backend: k.Backend, Source: k.Source, ID: k.ID}
+		state, ok := a.keys.get(k)
+		switch {
+		case !ok || state == "":
+			ans.Unknown = append(ans.Unknown, ref)
+		case liveState(resolved{k, state}) != nil:
+			ref.State = state
+			ans.Ignored = append(ans.Ignored, ref)
 			continue
 		}
 		batch = append(batch, ledger.Activity{Key: k, At: at})
 	}
 	if err := a.record(ctx, batch); err != nil {
-		return 0, err
+		return views.ActivityAccepted{}, err
 	}
-	return len(batch), nil
+	ans.Accepted = len(batch)
+	return ans, nil
 }
 
 // activityKey finds the runtime of an activity report: with its backend
