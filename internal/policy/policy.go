@@ -120,6 +120,10 @@ type Filesystem struct {
 type Request struct {
 	Key  backend.Key
 	Step backend.Step
+	// Rule and Why say what asked for it when that was not a person (the
+	// last conversation let go: RuleReleased); empty, RuleRequest.
+	Rule Code
+	Why  string
 }
 
 // Input is everything one pass observed.
@@ -292,6 +296,9 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		return why
 	}
 	requested := because(RuleRequest, "requested")
+	if r.Rule != "" {
+		requested = because(r.Rule, r.Why)
+	}
 	a := Action{Key: r.Key, Step: r.Step, Reason: requested.Text, Code: requested.Code, Filesystem: c.Filesystem}
 	switch r.Step {
 	case backend.StepArchive, backend.StepDelete:
