@@ -93,6 +93,33 @@ func (a *App) Mark(ctx context.Context, req MarkRequest) ([]views.Marked, error)
 	return out, nil
 }
 
+// journalCancel records that a notice in force was canceled by a pin,
+// lease or activity: a "canceled" notice, and a journal entry (`log`
+// shows it) whose reason says what canceled it.
+func (a *App) journalCancel(ctx context.Context, k backend.Key, was ledger.RuntimeRecord, cause string, now time.Time) error {
+	msg := fmt.Sprintf("%s due %s canceled: %s", was.ScheduledStep, was.ScheduledDue.UTC().Format(time.RFC3339), cause)
+	if _, err := a.store.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: was.ScheduledStep, Due: was.ScheduledDue,
+		At: now, Message: cause}); err != nil {
+		return fmt.Errorf("journal the cancellation: %w", err)
+	}
+	id, err := a.store.AppendIntent(ctx, ledger.Intent{Key: k, Step: "cancel", Reason: msg, At: now})
+	if err == nil {
+		err = a.store.RecordOutcome(ctx, id, ledger.Outcome{Result: ledger.ResultDone, Reason: msg, At: now})
+	}
+	if err != nil {
+		return fmt.Errorf("journal the cancellation: %w", err)
+	}
+	return nil
+}
+
+// forgetDryRun drops the dry run Status reuses: it showed a notice that
+// is no longer in force.
+func (a *App) forgetDryRun() {
+	a.stateMu.Lock()
+	a.lastDry = nil
+	a.stateMu.Unlock()
+}
+
 type policyLease struct {
 	until  time.Time
 	capped bool
@@ -128,17 +155,28 @@ func (a *App) capLease(ctx context.Context, k backend.Key, until, now time.Time)
 func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease policyLease, now time.Time) (views.Marked, error) {
 	m := views.Marked{}
 	var change func(r *ledger.RuntimeRecord)
+	// cause is set by a change that protects the runtime (pin, lease,
+	// activity): a notice in force is canceled with it, at once.
+	var cause string
 	switch {
 	case req.Touch:
 		if err := a.record(ctx, []ledger.Activity{{Key: k, At: now}}); err != nil {
 			return m, err
 		}
 		m.Message = "activity recorded at " + now.Format(time.RFC3339)
+		cause = "active again: activity reported at " + now.Format(time.RFC3339)
 	case req.PinSet:
 		m.Message = "pinned: never touched until unpinned"
 		change = func(r *ledger.RuntimeRecord) {
-			r.Pinned, r.PinReason = true, req.Pin
-			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+			// Pinning again without a reason keeps the reason given before.
+			if req.Pin != "" || !r.Pinned {
+				r.PinReason = req.Pin
+			}
+			r.Pinned = true
+			cause = "pinned"
+			if r.PinReason != "" {
+				cause += ": " + r.PinReason
+			}
 		}
 	case req.Unpin:
 		m.Message = "unpinned"
@@ -149,6 +187,7 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 			m.Message += " (capped by max_lifetime)"
 		}
 		change = func(r *ledger.RuntimeRecord) { r.LeaseUntil = lease.until }
+		cause = "leased until " + lease.until.Format(time.RFC3339)
 	case req.RetentionDefault:
 		m.Message = "retention back to its source's"
 		change = func(r *ledger.RuntimeRecord) { r.RetentionOverride = nil }
@@ -160,14 +199,29 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 		}
 		change = func(r *ledger.RuntimeRecord) { r.RetentionOverride = &d }
 	}
-	if change != nil {
+	var canceled ledger.RuntimeRecord // the notice canceled, if any
+	if change != nil || cause != "" {
 		_, err := a.store.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
-			change(r)
+			if change != nil {
+				change(r)
+			}
+			canceled = ledger.RuntimeRecord{}
+			if cause != "" && r.ScheduledStep != "" {
+				canceled.ScheduledStep, canceled.ScheduledDue, canceled.ScheduledAt = r.ScheduledStep, r.ScheduledDue, r.ScheduledAt
+				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !(change == nil && errors.Is(err, ledger.ErrNotFound)) {
 			return m, err
 		}
+	}
+	if canceled.ScheduledStep != "" {
+		if err := a.journalCancel(ctx, k, canceled, cause, now); err != nil {
+			return m, err
+		}
+		m.Message += fmt.Sprintf("; the %s due %s is canceled", canceled.ScheduledStep, canceled.ScheduledDue.UTC().Format(time.RFC3339))
+		a.forgetDryRun()
 	}
 	if !lease.until.IsZero() && a.opts.OnProtect != nil {
 		a.opts.OnProtect(k)
