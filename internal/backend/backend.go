@@ -491,6 +491,18 @@ type RestoreOptions struct {
 	Staging string
 }
 
+// RestoreTarget is the one rule of `restore --to DIR` for a local runtime:
+// each folder the archive holds comes back as DIR/<the folder's own name>
+// (a worktree at DIR/<its folder>, a run folder at DIR/<id>, a container's
+// home and workspaces each at DIR/<its name>). Without to, it goes back
+// where it was.
+func RestoreTarget(to, original string) string {
+	if to == "" {
+		return original
+	}
+	return filepath.Join(to, filepath.Base(original))
+}
+
 // Restorer brings an archived runtime back from its archive.
 type Restorer interface {
 	Restore(ctx context.Context, k Key, opts RestoreOptions) (path string, err error)

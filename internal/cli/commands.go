@@ -387,7 +387,8 @@ var deleteCmd = spec{name: "delete", args: "ID...", summary: "remove these runti
 
 var restoreCmd = spec{name: "restore", args: "ID", summary: "bring an archived runtime back (its newest archive by default)", sources: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
-		to := fs.String("to", "", "restore into this `PATH` instead of where it was")
+		to := fs.String("to", "", "restore a copy into the folder `DIR` (made if missing), every backend alike: each of its folders as "+
+			"DIR/<its own name> (a run folder DIR/<id>, a worktree DIR/<its folder>, locked); the runtime stays archived")
 		archiveID := fs.String("archive", "", "which `ARCHIVE_ID` (default: the newest)")
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, c *command, args []string) error {

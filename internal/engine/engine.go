@@ -271,6 +271,15 @@ func (e *Engine) PurgeLeftovers(w *World) {
 		if rt.Root == "" || seen[rt.Root] {
 			continue
 		}
+		if rt.Pinned != "" {
+			// A root only a protected runtime gives (a locked worktree,
+			// such as a copy restored elsewhere) gets no trash made in
+			// it: nothing there will be removed. One left there is
+			// still purged.
+			if _, err := os.Lstat(filepath.Join(rt.Root, trash.DirName)); err != nil {
+				continue
+			}
+		}
 		seen[rt.Root] = true
 		if _, err := e.trashFor(rt.Root); err != nil {
 			e.log.Warn("open trash", "root", rt.Root, "err", err)

@@ -135,10 +135,7 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	dests := map[string]string{}
 	var where []string
 	for _, f := range m.Folders {
-		dest := f.Path
-		if opts.To != "" {
-			dest = filepath.Join(opts.To, filepath.Base(f.Path))
-		}
+		dest := backend.RestoreTarget(opts.To, f.Path)
 		if dest == "" || !filepath.IsAbs(dest) {
 			return "", fmt.Errorf("restore %s: the archive does not say where %s came from", k, f.Name)
 		}

@@ -326,10 +326,7 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	l := b.opts.Layout
-	dest := opts.To
-	if dest == "" {
-		dest = l.RunDir(k.ID)
-	}
+	dest := backend.RestoreTarget(opts.To, l.RunDir(k.ID))
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
 	}

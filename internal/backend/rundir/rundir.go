@@ -236,18 +236,18 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 }
 
 // Restore implements backend.Restorer: the run folder is extracted from
-// the sink where it was, or at opts.To.
+// the sink where it was, or into opts.To (backend.RestoreTarget).
 func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
 	m, err := archive.ParseManifest(opts.Manifest)
 	if err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
-	dest := opts.To
-	if dest == "" {
-		dest = filepath.Join(b.Root, k.ID)
-	}
+	dest := backend.RestoreTarget(opts.To, filepath.Join(b.Root, k.ID))
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	if err := archive.RestoreFolders(ctx, opts.Sink, m, map[string]string{"run": dest}); err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
