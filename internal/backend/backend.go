@@ -313,6 +313,12 @@ type ExportOptions struct {
 	Name string
 	// IncludeDependencies keeps rebuildable dependency folders in tars.
 	IncludeDependencies bool
+	// ExcludeHome leaves the runtime's home out ([archive] include_home =
+	// false); by default it is kept, less CacheDirs and core dumps, which
+	// are never archived.
+	ExcludeHome bool
+	// CacheDirs are the source's cache folders (relative to the home).
+	CacheDirs []string
 	// Conversations are the runtime's conversations, for the manifest.
 	Conversations []string
 	// CreatedAt is the archive's time (the plan's).
@@ -587,6 +593,14 @@ func (e EmptyListing) Error() string { return string(e) }
 // recorded for; createdAt is the export's time (its plan's).
 type ExportAbandoner interface {
 	AbandonExport(ctx context.Context, rt Runtime, createdAt time.Time) error
+}
+
+// Discloser tells, before anything is archived, what an archive of rt
+// would not keep (a home's caches, a container's writable layer): plans
+// and `delete` show it before they act, not only the archive after.
+// Cheap: no walk, no provider call.
+type Discloser interface {
+	NotKept(rt Runtime, opts ExportOptions) []string
 }
 
 // Rooted is a backend whose runtimes live in local folders below managed

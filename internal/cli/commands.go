@@ -174,6 +174,15 @@ func (c *command) runPass(ctx context.Context, req ops.ApplyRequest, asJSON bool
 		if asJSON {
 			return printJSON(c.env.Stdout, res)
 		}
+		if req.Delete {
+			// What the archive written first leaves out, as the plan said
+			// before acting.
+			for _, a := range pass.Plan.Actions {
+				for _, n := range a.NotKept {
+					fmt.Fprintf(c.env.Stdout, "%s/%s: the archive will not keep %s\n", a.Backend, a.Runtime, n)
+				}
+			}
+		}
 		printApplied(c.env.Stdout, res)
 		return nil
 	})

@@ -63,6 +63,9 @@ func printPlan(w io.Writer, p *views.Plan) {
 			for _, path := range a.Paths {
 				fmt.Fprintf(tw, "\t\t\t\t  %s\n", path)
 			}
+			for _, n := range a.NotKept {
+				fmt.Fprintf(tw, "\t\t\t\t  not kept: %s\n", n)
+			}
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n%d %s would free %s\n", len(p.Actions), plural(len(p.Actions), "action", "actions"), sizeText(p.Bytes()))

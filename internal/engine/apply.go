@@ -269,7 +269,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			got, err := e.export(ctx, ex, rt, p.CreatedAt, a)
+			got, err := e.export(ctx, ex, rt, seen.Source.Settings.CacheDirs, p.CreatedAt, a)
 			if err != nil {
 				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}

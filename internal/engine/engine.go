@@ -63,6 +63,9 @@ type Options struct {
 	// IncludeDependencies keeps rebuildable dependency folders in
 	// archives ([archive] include_dependencies).
 	IncludeDependencies bool
+	// ExcludeHome leaves runtimes' homes out of archives ([archive]
+	// include_home = false).
+	ExcludeHome bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Busy scans for processes using local runtimes; nil: nothing is busy.

@@ -101,6 +101,10 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 			act.Bytes = max(e.Size(ctx, *s.Runtime), 0)
 		}
+		if d, ok := backend.As[backend.Discloser](s.Source.Backend); ok &&
+			(a.Step == backend.StepArchive || (a.Step == backend.StepDelete && s.Runtime.Unsaved != "")) {
+			act.NotKept = d.NotKept(*s.Runtime, e.exportOptions(s))
+		}
 		p.Actions = append(p.Actions, act)
 	}
 	p.Problems = append(p.Problems, w.Problems...)

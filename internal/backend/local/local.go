@@ -228,3 +228,31 @@ func Folder(what, path string) error {
 	}
 	return nil
 }
+
+// LeftOut is what an archive of a local runtime never keeps: its home's
+// cache folders and the core dumps (Caches), and the home itself with
+// opts.ExcludeHome. leave are the paths to leave out of the tars.
+func LeftOut(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (leave []string) {
+	for _, c := range Caches(ctx, rt, opts.CacheDirs) {
+		leave = append(leave, c.Path)
+	}
+	if opts.ExcludeHome && rt.Home != "" && Inside(rt.Root, rt.Home) {
+		leave = append(leave, rt.Home)
+	}
+	return leave
+}
+
+// NotKept says, without reading anything, what LeftOut leaves out of an
+// archive of rt (backend.Discloser).
+func NotKept(rt backend.Runtime, opts backend.ExportOptions) []string {
+	var out []string
+	switch {
+	case opts.ExcludeHome && rt.Home != "":
+		out = append(out, "the home "+rt.Home+" ([archive] include_home = false)")
+	case rt.Home != "" && len(opts.CacheDirs) > 0:
+		out = append(out, "the home's caches ("+strings.Join(opts.CacheDirs, ", ")+") and core dumps: rebuildable, never archived")
+	default:
+		out = append(out, "core dumps: never archived")
+	}
+	return out
+}
