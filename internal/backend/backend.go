@@ -295,6 +295,9 @@ type FileOptions struct {
 	Paths []string
 	// Discard moves a path into the trash; required with Paths.
 	Discard func(path string) error
+	// Rebuildable and Keep are the dependencies step's rule (the source's
+	// rebuildable and keep policy keys); nil: the built-in lists.
+	Rebuildable, Keep []string
 }
 
 // FileReclaimer selects and frees the rebuildable files of an idle runtime.
@@ -319,6 +322,9 @@ type ExportOptions struct {
 	ExcludeHome bool
 	// CacheDirs are the source's cache folders (relative to the home).
 	CacheDirs []string
+	// Rebuildable and Keep are the source's rule for which ignored folders
+	// are rebuildable (left out of archives); nil: the built-in lists.
+	Rebuildable, Keep []string
 	// Conversations are the runtime's conversations, for the manifest.
 	Conversations []string
 	// CreatedAt is the archive's time (the plan's).

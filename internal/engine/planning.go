@@ -206,7 +206,8 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 					c.Caches = files
 				}
 				if j.deps {
-					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
+					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies,
+						Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep})
 					if err != nil {
 						problems = append(problems, "select dependencies: "+err.Error())
 					}

@@ -14,13 +14,18 @@ import (
 // Settings is the resolved policy of one runtime's source. Zero durations
 // and fractions mean off.
 type Settings struct {
-	CacheDirs   []string
-	DiskHigh    float64
-	DiskLow     float64
-	Retention   time.Duration
-	Grace       time.Duration
-	IdleSuspend time.Duration
-	MaxLifetime time.Duration
+	CacheDirs []string
+	// Rebuildable and Keep are the dependencies step's rule: folder names
+	// that are rebuildable whatever they hold, and name patterns that keep
+	// any other ignored folder (config: the rebuildable and keep keys);
+	// nil means the built-in lists.
+	Rebuildable, Keep []string
+	DiskHigh          float64
+	DiskLow           float64
+	Retention         time.Duration
+	Grace             time.Duration
+	IdleSuspend       time.Duration
+	MaxLifetime       time.Duration
 	// RegisteredOnly: a runtime no host registered (or whose last owning
 	// conversation let go) is an orphan, deleted Grace after it became one.
 	RegisteredOnly bool

@@ -122,7 +122,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	} else {
 		view.Path = ""
 	}
-	deps, err := local.Dependencies(ctx, b.Git, view)
+	deps, err := local.Dependencies(ctx, b.Git, view, opts.Rebuildable, opts.Keep)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 	}

@@ -140,7 +140,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	var folders []archive.Folder
 	if b.isRunFolder(rt) {
 		f := archive.Folder{Name: "run", Path: rt.Path}
-		deps, err := local.Dependencies(ctx, b.opts.Git, rt)
+		deps, err := local.Dependencies(ctx, b.opts.Git, rt, opts.Rebuildable, opts.Keep)
 		if err != nil {
 			return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 		}

@@ -218,7 +218,7 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 // home's caches and core dumps never stored, in opts.Sink and read back
 // (archive.ExportFolders).
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
-	deps, err := local.Dependencies(ctx, b.Git, rt)
+	deps, err := local.Dependencies(ctx, b.Git, rt, opts.Rebuildable, opts.Keep)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 	}

@@ -225,7 +225,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 		at = time.Now()
 	}
 	ref := snapshotRef(rt.ID, at)
-	deps, _ := local.Dependencies(ctx, b.Git, rt) // only listed: git never holds them
+	deps, _ := local.Dependencies(ctx, b.Git, rt, opts.Rebuildable, opts.Keep) // only listed: git never holds them
 	var depPaths []string
 	for _, d := range deps {
 		depPaths = append(depPaths, d.Path)
