@@ -155,16 +155,17 @@ func (a *App) capLease(ctx context.Context, k backend.Key, until, now time.Time)
 func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease policyLease, now time.Time) (views.Marked, error) {
 	m := views.Marked{}
 	var change func(r *ledger.RuntimeRecord)
-	// cause is set by a change that protects the runtime (pin, lease,
-	// activity): a notice in force is canceled with it, at once.
+	// cause is set by a change that protects the runtime from every step
+	// (pin, lease): a notice in force is canceled with it, at once.
 	var cause string
 	switch {
 	case req.Touch:
 		if err := a.record(ctx, []ledger.Activity{{Key: k, At: now}}); err != nil {
 			return m, err
 		}
+		// Activity does not cancel a notice here: an orphan's stays in
+		// force whatever its activity; the next pass decides.
 		m.Message = "activity recorded at " + now.Format(time.RFC3339)
-		cause = "active again: activity reported at " + now.Format(time.RFC3339)
 	case req.PinSet:
 		m.Message = "pinned: never touched until unpinned"
 		change = func(r *ledger.RuntimeRecord) {
@@ -200,7 +201,7 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 		change = func(r *ledger.RuntimeRecord) { r.RetentionOverride = &d }
 	}
 	var canceled ledger.RuntimeRecord // the notice canceled, if any
-	if change != nil || cause != "" {
+	if change != nil {
 		_, err := a.store.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
 			if change != nil {
 				change(r)
@@ -212,7 +213,7 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 			}
 			return nil
 		})
-		if err != nil && !(change == nil && errors.Is(err, ledger.ErrNotFound)) {
+		if err != nil {
 			return m, err
 		}
 	}
