@@ -33,4 +33,18 @@ func TestActivityBatchNamesUnknown(t *testing.T) {
 	if code, _, _ := raw(t, h, "POST", "/v1/runtimes/r2-typo/activity", "{}", h.token); code != 404 {
 		t.Fatalf("the single endpoint on the same name without its backend: %d", code)
 	}
+
+	// A runtime removed since: its report is not recorded, and named.
+	rel, err := h.api.ReleaseRuntimeWithResponse(h.ctx(), "r1", &openapi.ReleaseRuntimeParams{Force: true})
+	if err != nil || rel.JSON200 == nil || !rel.JSON200.Removed {
+		t.Fatalf("release r1: %v %s", err, body(rel))
+	}
+	resp, err = h.api.ReportActivityBatchWithResponse(h.ctx(), openapi.ActivityBatch{Reports: []openapi.ActivityReport{{Backend: "dir", Id: "r1"}}})
+	if err != nil || resp.JSON200 == nil {
+		t.Fatalf("POST /v1/activity: %v %s", err, body(resp))
+	}
+	want = views.ActivityAccepted{Accepted: 0, Ignored: []views.ActivityRef{{Backend: "dir", Source: src, ID: "r1", State: "deleted"}}}
+	if got := *resp.JSON200; !reflect.DeepEqual(got, want) {
+		t.Fatalf("answer for a removed runtime %+v, want %+v", got, want)
+	}
 }
