@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/dockerclient/dockertest"
 )
@@ -103,5 +104,31 @@ func TestDockerArchiveKeepsHome(t *testing.T) {
 		if exists(filepath.Join(home, c)) {
 			t.Errorf("the cache %s was archived", c)
 		}
+	}
+}
+
+// TestPlanSaysWhatIsNotKept: a plan that announces an archive says what
+// the archive will not keep, before anything is archived (JSON not_kept
+// and the text).
+func TestPlanSaysWhatIsNotKept(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	write(t, filepath.Join(runs, "r1", "home", ".cache", "x"), "cache")
+	write(t, filepath.Join(runs, "r1", "notes.md"), "mine")
+	age(t, time.Now().Add(-10*24*time.Hour), filepath.Join(runs, "r1"))
+	cfg := config(t, dir, "[[dirs]]\nroot = \""+runs+"\"\nhome = \"home\"\nretention = \"2d\"\ngrace = \"1h\"\n")
+	var p struct {
+		Scheduled []struct {
+			Runtime string   `json:"runtime"`
+			NotKept []string `json:"not_kept"`
+		} `json:"scheduled"`
+	}
+	runJSON(t, &p, "--config", cfg, "plan")
+	const want = "the home's caches (.cache, .npm) and core dumps: rebuildable, never archived"
+	if len(p.Scheduled) != 1 || len(p.Scheduled[0].NotKept) != 1 || p.Scheduled[0].NotKept[0] != want {
+		t.Fatalf("plan --json scheduled: %+v", p.Scheduled)
+	}
+	if out := runOK(t, "--config", cfg, "plan"); !strings.Contains(out, "  not kept: "+want) {
+		t.Fatalf("plan:\n%s", out)
 	}
 }

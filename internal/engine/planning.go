@@ -101,10 +101,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 			act.Bytes = max(e.Size(ctx, *s.Runtime), 0)
 		}
-		if d, ok := backend.As[backend.Discloser](s.Source.Backend); ok &&
-			(a.Step == backend.StepArchive || (a.Step == backend.StepDelete && s.Runtime.Unsaved != "")) {
-			act.NotKept = d.NotKept(*s.Runtime, e.exportOptions(s))
-		}
+		act.NotKept = e.notKept(s, a.Step)
 		p.Actions = append(p.Actions, act)
 	}
 	p.Problems = append(p.Problems, w.Problems...)
@@ -116,13 +113,27 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		return plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step, Due: n.Due, Code: n.Code, Reason: n.Reason}
 	}
 	for _, n := range out.Schedule {
-		p.Scheduled = append(p.Scheduled, notice(n))
+		pn := notice(n)
+		if s := w.Find(n.Key); s != nil {
+			pn.NotKept = e.notKept(s, n.Step)
+		}
+		p.Scheduled = append(p.Scheduled, pn)
 	}
 	for _, n := range out.Cancel {
 		p.Canceled = append(p.Canceled, notice(n))
 	}
 	p.Messages = out.Messages
 	return p, w, nil
+}
+
+// notKept is what an archive written before step on s would not keep
+// (backend.Discloser), when step archives first.
+func (e *Engine) notKept(s *Seen, step backend.Step) []string {
+	d, ok := backend.As[backend.Discloser](s.Source.Backend)
+	if !ok || !(step == backend.StepArchive || (step == backend.StepDelete && s.Runtime.Unsaved != "")) {
+		return nil
+	}
+	return d.NotKept(*s.Runtime, e.exportOptions(s))
 }
 
 func containsKey(keys []backend.Key, k backend.Key) bool {

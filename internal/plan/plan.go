@@ -82,6 +82,9 @@ type Notice struct {
 	Due     time.Time    `json:"due,omitzero"`
 	Code    policy.Code  `json:"code,omitempty"`
 	Reason  string       `json:"reason"`
+	// NotKept is, for an announced step that archives first, what the
+	// archive will not keep (as plan.Action's).
+	NotKept []string `json:"not_kept,omitempty"`
 }
 
 // Key is the notice's runtime key.
