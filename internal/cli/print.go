@@ -63,12 +63,18 @@ func printPlan(w io.Writer, p *views.Plan) {
 			for _, path := range a.Paths {
 				fmt.Fprintf(tw, "\t\t\t\t  %s\n", path)
 			}
+			for _, n := range a.NotKept {
+				fmt.Fprintf(tw, "\t\t\t\t  not kept: %s\n", n)
+			}
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n%d %s would free %s\n", len(p.Actions), plural(len(p.Actions), "action", "actions"), sizeText(p.Bytes()))
 	}
 	for _, n := range p.Scheduled {
 		fmt.Fprintf(w, "would announce: %s of %s/%s at %s (%s)\n", n.Step, n.Backend, n.Runtime, n.Due.Local().Format(time.RFC3339), cell(n.Reason, 0))
+		for _, k := range n.NotKept {
+			fmt.Fprintf(w, "  not kept: %s\n", k)
+		}
 	}
 	for _, n := range p.Canceled {
 		fmt.Fprintf(w, "would cancel: %s of %s/%s (%s)\n", n.Step, n.Backend, n.Runtime, cell(n.Reason, 0))

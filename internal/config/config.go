@@ -63,10 +63,18 @@ type Archive struct {
 	// tar.zst of run folders. Default false: they are left out and listed
 	// in the manifest with their lock files.
 	IncludeDependencies bool `toml:"include_dependencies"`
+	// IncludeHome (include_home) keeps the home of a Docker runtime or a
+	// run folder in its archive, less its cache_dirs and core dumps.
+	// Default true; false leaves the home out (said in plans and results).
+	IncludeHome *bool `toml:"include_home"`
 	// S3 ([archive.s3]), when present, stores archives in an
 	// S3-compatible bucket instead of Dir.
 	S3 *ArchiveS3 `toml:"s3"`
 }
+
+// HomeIncluded tells whether archives keep runtimes' homes (include_home,
+// default true).
+func (a Archive) HomeIncluded() bool { return a.IncludeHome == nil || *a.IncludeHome }
 
 // ArchiveS3 is the [archive.s3] table. Credentials never appear in the
 // configuration: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY

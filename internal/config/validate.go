@@ -275,6 +275,24 @@ func (v *validator) policy(prefix string, o PolicyOverrides, src Table) {
 		}
 		v.subpath(key, d, "runtime's home")
 	}
+	for i, n := range o.Rebuildable {
+		key := fmt.Sprintf("%s.rebuildable[%d]", prefix, i)
+		switch {
+		case n == DefaultsEntry:
+		case n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00"):
+			v.add(key, "%q: a folder name (no /), or \"defaults\" for the built-in list", n)
+		case strings.EqualFold(n, ".git"):
+			v.add(key, `".git" is someone's repository, never rebuildable`)
+		case strings.ContainsAny(n, "*?["):
+			v.add(key, "%q: rebuildable names are exact, not patterns", n)
+		}
+	}
+	for i, p := range o.Keep {
+		key := fmt.Sprintf("%s.keep[%d]", prefix, i)
+		if _, err := filepath.Match(p, ""); p != DefaultsEntry && (p == "" || strings.ContainsAny(p, "/\x00") || err != nil) {
+			v.add(key, "%q: a name pattern (path.Match, no /), or \"defaults\" for the built-in list", p)
+		}
+	}
 	if o.DiskHigh != nil && *o.DiskHigh != 0 {
 		v.fraction(prefix+".disk_high", *o.DiskHigh)
 	}

@@ -287,7 +287,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			got, err := e.export(ctx, ex, rt, p.CreatedAt, a)
+			got, err := e.export(ctx, ex, rt, seen.Source.Settings, p.CreatedAt, a)
 			if err != nil {
 				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}
@@ -350,6 +350,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			return fail(fmt.Errorf("reclaim files: %w", errors.ErrUnsupported))
 		}
 		files, err := fr.ReclaimFiles(ctx, rt, backend.FileOptions{Step: a.Step, CacheDirs: seen.Source.Settings.CacheDirs,
+			Rebuildable: seen.Source.Settings.Rebuildable, Keep: seen.Source.Settings.Keep,
 			Paths: a.Paths, Discard: discard})
 		if err != nil && len(files) == 0 {
 			return fail(err)

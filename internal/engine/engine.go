@@ -75,6 +75,9 @@ type Options struct {
 	// IncludeDependencies keeps rebuildable dependency folders in
 	// archives ([archive] include_dependencies).
 	IncludeDependencies bool
+	// ExcludeHome leaves runtimes' homes out of archives ([archive]
+	// include_home = false).
+	ExcludeHome bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Busy scans for processes using local runtimes; nil: nothing is busy.
@@ -285,6 +288,15 @@ func (e *Engine) PurgeLeftovers(w *World) {
 		rt := s.Runtime
 		if rt.Root == "" || seen[rt.Root] {
 			continue
+		}
+		if rt.Pinned != "" {
+			// A root only a protected runtime gives (a locked worktree,
+			// such as a copy restored elsewhere) gets no trash made in
+			// it: nothing there will be removed. One left there is
+			// still purged.
+			if _, err := os.Lstat(filepath.Join(rt.Root, trash.DirName)); err != nil {
+				continue
+			}
 		}
 		seen[rt.Root] = true
 		if _, err := e.trashFor(rt.Root); err != nil {

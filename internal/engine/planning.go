@@ -135,6 +135,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 			act.Bytes = max(e.Size(ctx, *s.Runtime), 0)
 		}
+		act.NotKept = e.notKept(s, a.Step)
 		p.Actions = append(p.Actions, act)
 	}
 	p.Problems = append(p.Problems, w.Problems...)
@@ -146,7 +147,11 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		return plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step, Due: n.Due, Code: n.Code, Reason: n.Reason}
 	}
 	for _, n := range out.Schedule {
-		p.Scheduled = append(p.Scheduled, notice(n))
+		pn := notice(n)
+		if s := w.Find(n.Key); s != nil {
+			pn.NotKept = e.notKept(s, n.Step)
+		}
+		p.Scheduled = append(p.Scheduled, pn)
 	}
 	for _, n := range out.Cancel {
 		p.Canceled = append(p.Canceled, notice(n))
@@ -175,7 +180,8 @@ func (e *Engine) explain(ctx context.Context, in policy.Input, k backend.Key, s 
 		// only: the pass selects only what a rule could act on.
 		files := func(step backend.Step, have []backend.File, need bool) int64 {
 			if have == nil && need {
-				have, _ = fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: step, CacheDirs: s.Source.Settings.CacheDirs})
+				have, _ = fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: step, CacheDirs: s.Source.Settings.CacheDirs,
+					Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep})
 			}
 			if step == backend.StepDependencies {
 				have = backend.Shed(have)
@@ -203,6 +209,16 @@ func (e *Engine) explain(ctx context.Context, in policy.Input, k backend.Key, s 
 		}
 	}
 	return x
+}
+
+// notKept is what an archive written before step on s would not keep
+// (backend.Discloser), when step archives first.
+func (e *Engine) notKept(s *Seen, step backend.Step) []string {
+	d, ok := backend.As[backend.Discloser](s.Source.Backend)
+	if !ok || !(step == backend.StepArchive || (step == backend.StepDelete && s.Runtime.Unsaved != "")) {
+		return nil
+	}
+	return d.NotKept(*s.Runtime, e.exportOptions(s))
 }
 
 func containsKey(keys []backend.Key, k backend.Key) bool {
@@ -286,7 +302,8 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 					c.Caches = files
 				}
 				if j.deps {
-					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
+					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies,
+						Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep})
 					if err != nil {
 						problems = append(problems, "select dependencies: "+err.Error())
 					}

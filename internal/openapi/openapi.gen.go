@@ -122,6 +122,9 @@ type ActivityBatch struct {
 	Reports []ActivityReport `json:"reports"`
 }
 
+// ActivityRef defines model for ActivityRef.
+type ActivityRef = views.ActivityRef
+
 // ActivityReport defines model for ActivityReport.
 type ActivityReport struct {
 	At      time.Time `json:"at,omitempty,omitzero"`

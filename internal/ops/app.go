@@ -189,7 +189,7 @@ func (a *App) build(cfg *config.Config) (*setup, error) {
 	eng, err := engine.New(engine.Options{Ledger: a.store, Sources: srcs, StateDir: filepath.Dir(cfg.Ledger.Path),
 		Locker: a.opts.Locker, Lead: lead, Fencer: a.opts.Fencer,
 		ArchiveDir: cfg.Archive.Dir, Sink: catalog.NewSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
-		Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
+		ExcludeHome: !cfg.Archive.HomeIncluded(), Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
 	if err != nil {
 		return nil, err
 	}

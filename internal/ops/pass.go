@@ -258,6 +258,10 @@ type ApplyRequest struct {
 	// Delete asks for the named runtimes' removal now (no notice), archived
 	// first when they hold unsaved work.
 	Delete bool
+	// Rule and Why say what asked for the removal when that was not a
+	// person (policy.Request); the journal gives them as its reason.
+	Rule policy.Code
+	Why  string
 	// PlanID applies exactly a dry run this App made; Plan exactly this
 	// one (a plan saved with plan --out). Neither combines with Steps,
 	// Runtimes or Delete.
@@ -324,7 +328,7 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 		if req.Delete {
 			pr.Steps = []backend.Step{backend.StepDelete}
 			for _, k := range keys {
-				pr.Requests = append(pr.Requests, policy.Request{Key: k, Step: backend.StepDelete})
+				pr.Requests = append(pr.Requests, policy.Request{Key: k, Step: backend.StepDelete, Rule: req.Rule, Why: req.Why})
 			}
 		}
 	}

@@ -14,13 +14,18 @@ import (
 // Settings is the resolved policy of one runtime's source. Zero durations
 // and fractions mean off.
 type Settings struct {
-	CacheDirs   []string
-	DiskHigh    float64
-	DiskLow     float64
-	Retention   time.Duration
-	Grace       time.Duration
-	IdleSuspend time.Duration
-	MaxLifetime time.Duration
+	CacheDirs []string
+	// Rebuildable and Keep are the dependencies step's rule: folder names
+	// that are rebuildable whatever they hold, and name patterns that keep
+	// any other ignored folder (config: the rebuildable and keep keys);
+	// nil means the built-in lists.
+	Rebuildable, Keep []string
+	DiskHigh          float64
+	DiskLow           float64
+	Retention         time.Duration
+	Grace             time.Duration
+	IdleSuspend       time.Duration
+	MaxLifetime       time.Duration
 	// RegisteredOnly: a runtime no host registered (or whose last owning
 	// conversation let go) is an orphan, deleted Grace after it became one.
 	RegisteredOnly bool
@@ -120,6 +125,10 @@ type Filesystem struct {
 type Request struct {
 	Key  backend.Key
 	Step backend.Step
+	// Rule and Why say what asked for it when that was not a person (the
+	// last conversation let go: RuleReleased); empty, RuleRequest.
+	Rule Code
+	Why  string
 }
 
 // Input is everything one pass observed.
@@ -326,6 +335,9 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		return why
 	}
 	requested := because(RuleRequest, "requested")
+	if r.Rule != "" {
+		requested = because(r.Rule, r.Why)
+	}
 	a := Action{Key: r.Key, Step: r.Step, Reason: requested.Text, Code: requested.Code, Filesystem: c.Filesystem}
 	switch r.Step {
 	case backend.StepArchive, backend.StepDelete:

@@ -15,6 +15,7 @@ const (
 	RuleIdle      Code = "idle_suspend" // running, idle longer than idle_suspend
 	RuleLifetime  Code = "lifetime_cap" // running longer than max_lifetime
 	RuleRequest   Code = "request"      // asked for explicitly
+	RuleReleased  Code = "released"     // the last conversation that owned it let go
 )
 
 // Protections: why no step may touch a runtime now.

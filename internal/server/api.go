@@ -129,11 +129,11 @@ func (a *api) ReportActivityBatch(w http.ResponseWriter, r *http.Request) {
 	for i, rep := range batch.Reports {
 		reports[i] = ops.ActivityReport{Backend: rep.Backend, Source: rep.Source, ID: rep.Id, At: rep.At}
 	}
-	n, err := a.d.app.ReportActivityBatch(r.Context(), reports)
+	ans, err := a.d.app.ReportActivityBatch(r.Context(), reports)
 	if err == nil {
-		a.d.metrics.activity.Add(float64(n))
+		a.d.metrics.activity.Add(float64(ans.Accepted))
 	}
-	answer(w, http.StatusOK, views.ActivityAccepted{Accepted: n}, err)
+	answer(w, http.StatusOK, ans, err)
 }
 
 func (a *api) TakeHold(w http.ResponseWriter, r *http.Request, id openapi.ID, p openapi.TakeHoldParams) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -147,7 +148,8 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.log = newLogger(opts.Logs, ss.LogFormat, d.level)
 	d.level.Set(parseLevel(ss.LogLevel))
 	if !config.ListenIsLocal(ss.Listen) && ss.TokenFile == "" {
-		return nil, fmt.Errorf("serve: refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)
+		return nil, &config.Error{File: opts.ConfigPath, Key: "server.listen",
+			Msg: fmt.Sprintf("refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)}
 	}
 	var fenced ops.Options
 	if cfg.Fleet() {
@@ -235,7 +237,8 @@ func (d *Daemon) App() *ops.App { return d.app }
 
 // loadToken reads the token file, or makes the default one at first start.
 func (d *Daemon) loadToken(path string) ([]byte, error) {
-	if path == "" {
+	explicit := path != ""
+	if !explicit {
 		path = d.TokenFile()
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("make token: %w", err)
@@ -257,10 +260,19 @@ func (d *Daemon) loadToken(path string) ([]byte, error) {
 		}
 	}
 	data, err := os.ReadFile(path)
+	if err != nil && explicit && errors.Is(err, fs.ErrNotExist) {
+		return nil, d.tokenError(path + " does not exist; " + makeTokenHint(path))
+	}
+	if err != nil && explicit {
+		return nil, d.tokenError(fmt.Sprintf("cannot read it: %v", err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read token: %w", err)
 	}
 	tok := strings.TrimSpace(string(data))
+	if len(tok) < 16 && explicit {
+		return nil, d.tokenError(path + " holds a token shorter than 16 characters; " + makeTokenHint(path))
+	}
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("read token %s: shorter than 16 characters", path)
 	}
@@ -268,6 +280,17 @@ func (d *Daemon) loadToken(path string) ([]byte, error) {
 		d.log.Warn("the token file can be read by others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return []byte(tok), nil
+}
+
+// tokenError is a problem with an explicit [server] token_file: the
+// configuration's (exit 2), so the operator fixes the file, not the host.
+func (d *Daemon) tokenError(msg string) error {
+	return &config.Error{File: d.opts.ConfigPath, Key: "server.token_file", Msg: msg}
+}
+
+// makeTokenHint says how to make a token file at path.
+func makeTokenHint(path string) string {
+	return fmt.Sprintf("make one with `(umask 077; head -c 32 /dev/urandom | base64 > %s)`, or leave token_file unset to have one made in the state folder", path)
 }
 
 // watchCtx is Serve's context once it runs, else nil.

@@ -1,9 +1,12 @@
 package sources
 
 import (
+	"slices"
+
 	"errors"
 	"fmt"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/ignored"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"io/fs"
 	"os"
@@ -25,6 +28,8 @@ func TestLoadExample(t *testing.T) {
 	}
 	wantPolicy := config.PolicyOverrides{
 		CacheDirs:      []string{".cache", ".npm", ".cargo/registry"},
+		Rebuildable:    []string{"defaults", "elm-stuff", ".terraform"},
+		Keep:           []string{"defaults", "*.sqlite3", "*.age"},
 		DiskHigh:       ptr[config.Fraction](0.85),
 		DiskLow:        ptr[config.Fraction](0.80),
 		Retention:      ptr(config.Duration(days(14))),
@@ -58,8 +63,10 @@ func TestLoadExample(t *testing.T) {
 	}
 
 	global := policy.Settings{
-		CacheDirs: []string{".cache", ".npm", ".cargo/registry"},
-		DiskHigh:  0.85, DiskLow: 0.80,
+		CacheDirs:   []string{".cache", ".npm", ".cargo/registry"},
+		Rebuildable: append(slices.Clone(ignored.DefaultRebuildable), "elm-stuff", ".terraform"),
+		Keep:        append(slices.Clone(ignored.DefaultKeep), "*.sqlite3", "*.age"),
+		DiskHigh:    0.85, DiskLow: 0.80,
 		Retention: days(14), Grace: 36 * time.Hour, IdleSuspend: 20 * time.Minute, MaxLifetime: 12 * time.Hour,
 	}
 	repo := global
@@ -98,7 +105,7 @@ func TestLoadExample(t *testing.T) {
 // dump prints overrides with the pointers followed.
 func dump(o config.PolicyOverrides) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache_dirs=%q", o.CacheDirs)
+	fmt.Fprintf(&b, "cache_dirs=%q rebuildable=%q keep=%q", o.CacheDirs, o.Rebuildable, o.Keep)
 	for _, f := range []struct {
 		name string
 		v    fmt.Stringer

@@ -29,6 +29,7 @@ var viewTypes = map[string]reflect.Type{
 	"views.Problem":          reflect.TypeFor[views.Problem](),
 	"views.Release":          reflect.TypeFor[views.Release](),
 	"views.ActivityAccepted": reflect.TypeFor[views.ActivityAccepted](),
+	"views.ActivityRef":      reflect.TypeFor[views.ActivityRef](),
 	"views.Hold":             reflect.TypeFor[views.Hold](),
 	"views.Lease":            reflect.TypeFor[views.Lease](),
 	"views.Marked":           reflect.TypeFor[views.Marked](),

@@ -349,9 +349,26 @@ type Prune struct {
 	Applied *PruneApplied `json:"applied,omitempty"`
 }
 
-// ActivityAccepted is how many activity reports of a batch were taken.
+// ActivityAccepted is how many activity reports of a batch were taken,
+// and which named runtimes it did not know.
 type ActivityAccepted struct {
 	Accepted int `json:"accepted"`
+	// Unknown are reports of runtimes no pass has seen: recorded all the
+	// same (a host may report before the first pass sees its runtime),
+	// and named so that a wrong ID does not pass unnoticed.
+	Unknown []ActivityRef `json:"unknown,omitempty"`
+	// Ignored are reports of runtimes archived or deleted: nothing to keep
+	// alive, not recorded.
+	Ignored []ActivityRef `json:"ignored,omitempty"`
+}
+
+// ActivityRef names the runtime of one activity report.
+type ActivityRef struct {
+	Backend string `json:"backend"`
+	Source  string `json:"source"`
+	ID      string `json:"id"`
+	// State is the ledger's state of an ignored runtime.
+	State string `json:"state,omitempty"`
 }
 
 // Health is the daemon's liveness.
