@@ -3,12 +3,18 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 )
+
+// headerName is an HTTP header name (a token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
 // Server is the [server] table: how `reclaimer serve` runs.
 type Server struct {
@@ -39,9 +45,50 @@ type Notify struct {
 	// Events (events) are the kinds sent: scheduled, reclaimed, archived,
 	// failed. Default: all of them.
 	Events []string `toml:"events"`
-	// Secret (secret) signs each body: the header X-Reclaimer-Signature is
-	// "sha256=" and the hex HMAC-SHA256 of the body with this key.
+	// Secret (secret) signs each delivery: the header X-Reclaimer-Signature
+	// is "sha256=" and the hex HMAC-SHA256, with this key, of the
+	// timestamp, the delivery id and the body (see notify.Sign).
 	Secret string `toml:"secret"`
+	// SecretFile (secret_file) is a file whose first line is the secret,
+	// instead of secret.
+	SecretFile string `toml:"secret_file"`
+	// Header (header) and HeaderFile (header_file): a header sent with
+	// every POST, its value the first line of the file (e.g. header =
+	// "Authorization" and a file holding "Bearer ..."). A receiver wanting
+	// a credential gets it this way: a URL with user:password@ is
+	// refused, as it would be quoted in the journal and the logs.
+	Header     string `toml:"header"`
+	HeaderFile string `toml:"header_file"`
+}
+
+// Secrets reads the signing secret and the header value of n (from the
+// file keys when set). Messages name the files, never a value.
+func (n Notify) Secrets() (secret, header string, err error) {
+	secret = n.Secret
+	if n.SecretFile != "" {
+		if secret, err = firstLine(n.SecretFile); err != nil {
+			return "", "", fmt.Errorf("notify %s: secret_file: %w", RedactCredentials(n.URL), err)
+		}
+	}
+	if n.HeaderFile != "" {
+		if header, err = firstLine(n.HeaderFile); err != nil {
+			return "", "", fmt.Errorf("notify %s: header_file: %w", RedactCredentials(n.URL), err)
+		}
+	}
+	return secret, header, nil
+}
+
+func firstLine(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return line, nil
 }
 
 // Defaults of [server].
@@ -138,6 +185,27 @@ func (v *validator) server() {
 			v.add(key, "url is required")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			v.add(key+".url", "%q: want an http:// or https:// URL", n.URL)
+		case u.User != nil:
+			// Rule "no credential in a webhook URL": it would be written
+			// into every notify journal entry, warning and change log.
+			v.add(key+".url", "%q: must not hold a user or password; send a credential with header and header_file", n.URL)
+		}
+		if n.Secret != "" && n.SecretFile != "" {
+			v.add(key+".secret_file", "set secret or secret_file, not both")
+		}
+		if n.SecretFile != "" {
+			v.absPath(key+".secret_file", n.SecretFile, "secret file")
+		}
+		switch {
+		case (n.Header == "") != (n.HeaderFile == ""):
+			v.add(key+".header", "header and header_file go together")
+		case n.Header != "":
+			if !headerName.MatchString(n.Header) {
+				v.add(key+".header", "%q is not a header name", n.Header)
+			} else if h := http.CanonicalHeaderKey(n.Header); h == "Content-Type" || h == "Host" || h == "Content-Length" || strings.HasPrefix(h, "X-Reclaimer-") {
+				v.add(key+".header", "%q is set by reclaimer itself", n.Header)
+			}
+			v.absPath(key+".header_file", n.HeaderFile, "header file")
 		}
 		for j, e := range n.Events {
 			if !slices.Contains(NotifyEvents, e) {

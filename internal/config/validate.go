@@ -120,7 +120,7 @@ type area struct {
 }
 
 func (v *validator) add(key, format string, args ...any) {
-	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: RedactCredentials(fmt.Sprintf(format, args...))})
 }
 
 // Line returns the line of key ("worktrees[1].root") in the file c was

@@ -86,6 +86,7 @@ type Options struct {
 	// fails alone, reported, instead of stopping every other source.
 	CredentialErr error
 	// HTTP is the transport; default a client without its own timeout.
+	// Whatever is given, the Client refuses redirects (RefuseRedirects).
 	HTTP *http.Client
 	// Now is the clock of the breaker; default time.Now.
 	Now func() time.Time
@@ -144,15 +145,34 @@ func New(opts Options) (*Client, error) {
 	if opts.Cooldown == 0 {
 		opts.Cooldown = DefaultCooldown
 	}
-	if opts.HTTP == nil {
-		opts.HTTP = &http.Client{}
-	}
+	opts.HTTP = RefuseRedirects(opts.HTTP)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	burst := max(1, int(opts.Rate))
 	return &Client{opts: opts, base: u, limiter: rate.NewLimiter(rate.Limit(opts.Rate), burst),
 		slots: make(chan struct{}, opts.Concurrency)}, nil
+}
+
+// ErrRedirect is a provider answering a call with a redirect. Rule "no
+// redirect carries a credential": a provider client never follows one,
+// whatever host, port or scheme it names (Go's client would send the bearer
+// token to the same host on another port, a custom key header such as E2B's
+// X-API-Key anywhere, and follow https to http). The redirect is an error of
+// the call; the next pass tries the configured endpoint again.
+var ErrRedirect = errors.New("redirect refused: the credential would follow it")
+
+// RefuseRedirects returns a copy of c (a new client when nil) that never
+// follows a redirect: the 3xx answer is returned to the caller, which
+// treats it as an error. Every provider and webhook client goes through
+// it.
+func RefuseRedirects(c *http.Client) *http.Client {
+	var cp http.Client
+	if c != nil {
+		cp = *c
+	}
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
 }
 
 // Sent returns how many requests reached the network (retries included).
@@ -315,19 +335,31 @@ func (c *Client) attempt(ctx context.Context, r Request, u string, body []byte, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s %s: %w: read answer: %s", r.Method, r.Path, ErrUnavailable, c.scrub(err.Error()))
 	}
+	// Rule "no provider byte carries our credential onward": the answer
+	// is scrubbed before anything decodes it, so an id, a label, a time
+	// field or a message echoing the key holds "[redacted]" instead, and
+	// so does every error or view made from it.
+	data = c.opts.Secret.ScrubBytes(data)
+	header := c.scrubHeader(resp.Header)
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Where it points is provider text: not quoted.
+		return nil, 0, fmt.Errorf("%s %s: %d: %w", r.Method, r.Path, resp.StatusCode, ErrRedirect)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, retryAfter(resp.Header.Get("Retry-After"), c.opts.Now()),
+		return nil, retryAfter(header.Get("Retry-After"), c.opts.Now()),
 			&StatusError{Method: r.Method, Path: r.Path, Status: resp.StatusCode, Message: c.message(data)}
 	}
 	if out != nil && len(bytes.TrimSpace(data)) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return nil, 0, fmt.Errorf("%s %s: decode answer: %w", r.Method, r.Path, err)
+			// A decode error quotes what it could not read: scrubbed.
+			return nil, 0, fmt.Errorf("%s %s: decode answer: %s", r.Method, r.Path, c.scrub(err.Error()))
 		}
 	}
-	return resp.Header, 0, nil
+	return header, 0, nil
 }
 
-// message extracts a short provider message from an error body.
+// message extracts a short provider message from an error body (already
+// scrubbed as it arrived; Quote scrubs again, then cuts).
 func (c *Client) message(data []byte) string {
 	var e struct {
 		Message string `json:"message"`
@@ -338,19 +370,24 @@ func (c *Client) message(data []byte) string {
 		msg = strings.TrimSpace(e.Message + " " + e.Error)
 	}
 	if msg == "" {
-		msg = strings.TrimSpace(string(data))
+		msg = string(data)
 	}
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
-	return c.scrub(msg)
+	return Quote(c.opts.Secret, []byte(msg))
 }
 
-func (c *Client) scrub(s string) string {
-	if v := c.opts.Secret.Reveal(); len(v) >= 4 {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+func (c *Client) scrub(s string) string { return c.opts.Secret.Scrub(s) }
+
+// scrubHeader is a copy of h scrubbed of the secret (cursors and
+// Retry-After travel in headers, and a hostile provider may echo the key
+// there).
+func (c *Client) scrubHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		for _, v := range vs {
+			out[k] = append(out[k], c.scrub(v))
+		}
 	}
-	return s
+	return out
 }
 
 // backoff is the wait before retry attempt+1.
@@ -437,7 +474,8 @@ func Pages[T any](ctx context.Context, fetch func(ctx context.Context, cursor st
 			return all, nil
 		}
 		if seen[next] {
-			return nil, fmt.Errorf("list: the provider returned cursor %q twice", next)
+			// The cursor is provider text: not quoted.
+			return nil, errors.New("list: the provider returned the same next-page cursor twice")
 		}
 		seen[next] = true
 		cursor = next

@@ -75,7 +75,9 @@ func TestLoadExample(t *testing.T) {
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}
-	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
+	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"},
+		{URL: "https://alerts.example.com/reclaimer", Events: []string{"failed"}, SecretFile: "/etc/reclaimer/alerts.secret",
+			Header: "Authorization", HeaderFile: "/etc/reclaimer/alerts.auth"}}
 	if !reflect.DeepEqual(c.Notify, wantNotify) {
 		t.Errorf("notify:\n got  %+v\n want %+v", c.Notify, wantNotify)
 	}

@@ -343,13 +343,11 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	return "cloudflare sandbox " + name, nil
 }
 
+// client is the transport of the streamed calls. Rule "no redirect carries
+// a credential" (remote.RefuseRedirects): the bridge key never follows one,
+// an injected client included.
 func (b *Backend) client() *http.Client {
-	if b.HTTP != nil {
-		return b.HTTP
-	}
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
-		return errors.New("redirect refused: the bridge key would follow it")
-	}}
+	return remote.RefuseRedirects(b.HTTP)
 }
 
 // stream makes a call whose body (sent or answered) is a tar: the answer's
@@ -379,25 +377,21 @@ func (b *Backend) stream(ctx context.Context, method, path string, q url.Values,
 		cancel()
 		return nil, fmt.Errorf("%s %s: %w: %s", method, path, remote.ErrUnavailable, b.scrub(err.Error()))
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("%s %s: %d: %w", method, path, resp.StatusCode, remote.ErrRedirect)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		cancel()
-		msg := b.scrub(strings.TrimSpace(string(data)))
-		if len(msg) > 200 {
-			msg = msg[:200] + "..."
-		}
-		return nil, &remote.StatusError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
+		return nil, &remote.StatusError{Method: method, Path: path, Status: resp.StatusCode, Message: remote.Quote(b.Key, data)}
 	}
 	return &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}, nil
 }
 
-func (b *Backend) scrub(s string) string {
-	if v := b.Key.Reveal(); len(v) >= 4 {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	return s
-}
+func (b *Backend) scrub(s string) string { return b.Key.Scrub(s) }
 
 type cancelOnClose struct {
 	io.ReadCloser

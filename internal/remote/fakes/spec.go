@@ -109,6 +109,26 @@ type contract struct {
 	retryAfter string
 	calls      map[string]int // "METHOD template" → count
 	total      int
+	// misbehave, when set, bends answers (Misbehave).
+	misbehave func(op string, a *Answer) bool
+}
+
+// Answer is one answer of a fake, as a misbehaving hook may bend it.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Misbehave makes the fake hostile: f sees every answer (op is "METHOD
+// /template", e.g. "GET /v2/sandboxes") after the fake made it, and may
+// change its status, headers or body. When f returns true the answer is
+// deliberately outside the spec and is not validated; every request, and
+// every answer f leaves alone (returns false), still is.
+func (c *contract) Misbehave(f func(op string, a *Answer) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.misbehave = f
 }
 
 func newContract(t testing.TB, name string, spec *openapi3.T, url string, auth func(string, *http.Request) error) *contract {
@@ -180,6 +200,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		fault, c.faults = c.faults[0], c.faults[1:]
 	}
 	retryAfter := c.retryAfter
+	misbehave := c.misbehave
 	c.mu.Unlock()
 	if why, ok := c.forbidden[route.Path]; ok {
 		c.t.Errorf("%s fake: %s was called: %s", c.name, op, why)
@@ -210,6 +231,17 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	}
 	res := rec.Result()
 	out, _ := io.ReadAll(res.Body)
+	if misbehave != nil {
+		a := &Answer{Status: res.StatusCode, Header: res.Header.Clone(), Body: out}
+		if misbehave(op, a) {
+			for k, v := range a.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(a.Status)
+			w.Write(a.Body)
+			return
+		}
+	}
 	rin := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode,
 		Header: res.Header, Body: io.NopCloser(bytes.NewReader(out)),
 		Options: &openapi3filter.Options{MultiError: true, IncludeResponseStatus: fault == 0 && res.StatusCode < 300}}
