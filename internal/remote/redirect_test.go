@@ -3,11 +3,13 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/remote"
 )
@@ -78,5 +80,56 @@ func TestRedirectsAreRefused(t *testing.T) {
 	}
 	if leaked.Load() != 0 {
 		t.Errorf("the credential reached the redirect's target %d times", leaked.Load())
+	}
+}
+
+// TestProviderBytesAreScrubbed: rule "no provider byte carries our
+// credential onward", at the client: the key in an answer's header, in a
+// time field (a decode error quotes it), JSON-escaped in a label, and in
+// an error message where a cut at remote.MaxQuoted would straddle it.
+func TestProviderBytesAreScrubbed(t *testing.T) {
+	const key = "sk/live<0123456789>"
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"time field", 200, `{"at":"` + key + `"}`},
+		{"escaped label", 200, `{"label":"sk\/live\u003c0123456789\u003e","at":"2026-01-01T00:00:00Z"}`},
+		{"message across the cut", 400, `{"message":"` + strings.Repeat("y", remote.MaxQuoted-6) + key + `"}`},
+		{"plain text", 500, strings.Repeat("z", 150) + key},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Next-Token", "n-"+key)
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			s := remote.NewSecret(key)
+			c, err := remote.New(remote.Options{Endpoint: srv.URL, Secret: s, Auth: remote.BearerAuth(s), Retries: 1, Backoff: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out struct {
+				At    time.Time `json:"at"`
+				Label string    `json:"label"`
+			}
+			h, err := c.Do(context.Background(), remote.Request{Method: "GET", Path: "/x"}, &out)
+			text := fmt.Sprint(err, h, out)
+			for i := 0; i+6 <= len(key); i++ {
+				if strings.Contains(text, key[i:i+6]) {
+					t.Fatalf("%q of the key survives: %s", key[i:i+6], text)
+				}
+			}
+			if tc.status == 200 && tc.name == "escaped label" && (err != nil || out.Label != "[redacted]" || h.Get("X-Next-Token") != "n-[redacted]") {
+				t.Fatalf("label %q, header %q, err %v", out.Label, h.Get("X-Next-Token"), err)
+			}
+			if tc.status != 200 || tc.name == "time field" {
+				if err == nil || !strings.Contains(err.Error(), "[redacted]") {
+					t.Fatalf("err = %v", err)
+				}
+			}
+		})
 	}
 }

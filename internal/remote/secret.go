@@ -77,7 +77,11 @@ func (s Secret) Scrub(text string) string {
 	return text
 }
 
-// ScrubBytes is Scrub of a provider's answer (a copy when it changes).
+// ScrubBytes is Scrub of a provider's answer (a copy when it changes). A
+// JSON document whose strings hold escapes (any character may be written
+// \uXXXX) is decoded, scrubbed string by string, keys included, and
+// encoded again; without a backslash every string is literal and the
+// plain replacement is complete.
 func (s Secret) ScrubBytes(data []byte) []byte {
 	v := s.value
 	if len(v) < 4 || len(data) == 0 {
@@ -88,7 +92,40 @@ func (s Secret) ScrubBytes(data []byte) []byte {
 			data = bytes.ReplaceAll(data, []byte(form), []byte(redacted))
 		}
 	}
-	return data
+	if bytes.IndexByte(data, '\\') < 0 {
+		return data
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if dec.Decode(&doc) != nil || dec.More() {
+		return data // not one JSON document: the plain replacement stands
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s.scrubValue(doc)) != nil {
+		return data
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func (s Secret) scrubValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, s.value, redacted)
+	case []any:
+		for i := range x {
+			x[i] = s.scrubValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[strings.ReplaceAll(k, s.value, redacted)] = s.scrubValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 const redacted = "[redacted]"
@@ -131,6 +168,10 @@ func Quote(s Secret, data []byte) string {
 	cut := MaxQuoted
 	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
+	}
+	// Never cut the marker itself: "[redac..." would read as a value.
+	if i := strings.LastIndex(msg[:cut], redacted[:1]); i >= 0 && strings.HasPrefix(msg[i:], redacted) && i+len(redacted) > cut {
+		cut = i + len(redacted)
 	}
 	return msg[:cut] + "..."
 }

@@ -109,8 +109,20 @@ type contract struct {
 	retryAfter string
 	calls      map[string]int // "METHOD template" → count
 	total      int
-	// misbehave, when set, bends answers (Misbehave).
+	// misbehave, when set, bends answers (Misbehave); intercept answers
+	// in the fake's stead (Intercept).
 	misbehave func(op string, a *Answer) bool
+	intercept func(op string, r *http.Request) *Answer
+}
+
+// Intercept makes the fake hostile before it acts: f sees every valid
+// request (op as for Misbehave); an Answer it returns is sent instead of
+// the fake's, unvalidated, and the fake does nothing (a call the provider
+// refused, stalled on, or redirected). nil lets the fake answer.
+func (c *contract) Intercept(f func(op string, r *http.Request) *Answer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.intercept = f
 }
 
 // Answer is one answer of a fake, as a misbehaving hook may bend it.
@@ -200,7 +212,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		fault, c.faults = c.faults[0], c.faults[1:]
 	}
 	retryAfter := c.retryAfter
-	misbehave := c.misbehave
+	misbehave, intercept := c.misbehave, c.intercept
 	c.mu.Unlock()
 	if why, ok := c.forbidden[route.Path]; ok {
 		c.t.Errorf("%s fake: %s was called: %s", c.name, op, why)
@@ -220,6 +232,16 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if intercept != nil && fault == 0 {
+		if a := intercept(op, r); a != nil {
+			for k, v := range a.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(a.Status)
+			w.Write(a.Body)
+			return
+		}
+	}
 	rec := httptest.NewRecorder()
 	if fault != 0 {
 		if fault == http.StatusTooManyRequests {
