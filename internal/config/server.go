@@ -36,6 +36,11 @@ type Server struct {
 	// HoldWait (hold_wait) bounds how long taking a hold waits while a pass
 	// acts on that runtime. Default DefaultHoldWait.
 	HoldWait *Duration `toml:"hold_wait"`
+	// PassTimeout (pass_timeout) is the deadline of one pass, CLI or
+	// daemon: planning that has not finished by then fails the pass, and
+	// the actions apply has not reached by then are left for the next
+	// pass, each reported. Default DefaultPassTimeout.
+	PassTimeout *Duration `toml:"pass_timeout"`
 }
 
 // Notify is one [[notify]] table: a webhook.
@@ -96,6 +101,10 @@ const (
 	DefaultListen   = "127.0.0.1:7390"
 	DefaultInterval = 5 * time.Minute
 	DefaultHoldWait = 10 * time.Second
+	// DefaultPassTimeout is long enough for a large apply (the action in
+	// flight at the deadline finishes; its own timeouts bound it), short
+	// enough that a stalled provider does not hold passes for hours.
+	DefaultPassTimeout = 30 * time.Minute
 )
 
 // NotifyEvents are the kinds of notices a webhook may receive.
@@ -109,12 +118,14 @@ type ServerSettings struct {
 	LogFormat string
 	LogLevel  string
 	HoldWait  time.Duration
+	// PassTimeout is the deadline of one pass.
+	PassTimeout time.Duration
 }
 
 // ServerSettings resolves [server] with its defaults.
 func (c *Config) ServerSettings() ServerSettings {
 	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
-		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait}
+		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait, PassTimeout: DefaultPassTimeout}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
 	}
@@ -123,6 +134,9 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if c.Server.HoldWait != nil {
 		s.HoldWait = time.Duration(*c.Server.HoldWait)
+	}
+	if c.Server.PassTimeout != nil && *c.Server.PassTimeout > 0 {
+		s.PassTimeout = time.Duration(*c.Server.PassTimeout)
 	}
 	if s.LogFormat == "" {
 		s.LogFormat = "text"
@@ -167,6 +181,9 @@ func (v *validator) server() {
 	}
 	if s.HoldWait != nil && *s.HoldWait < 0 {
 		v.add("server.hold_wait", "must not be negative")
+	}
+	if s.PassTimeout != nil && *s.PassTimeout <= 0 {
+		v.add("server.pass_timeout", "must be positive")
 	}
 	if s.TokenFile != "" {
 		v.absPath("server.token_file", s.TokenFile, "token file")

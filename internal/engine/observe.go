@@ -263,7 +263,7 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
 			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
-			if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 				err = &listTimeout{d: src.ListTimeout, err: err}
 			}
 			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +111,10 @@ type Client struct {
 func New(opts Options) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(opts.Endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if strings.Contains(opts.Endpoint, "@") {
+			// It may hold a credential: not quoted.
+			return nil, errors.New("new client: the endpoint is not an http(s) URL")
+		}
 		return nil, fmt.Errorf("new client: endpoint %q is not an http(s) URL", opts.Endpoint)
 	}
 	if u.User != nil {
@@ -293,6 +298,11 @@ func retryable(err error) bool {
 // attempt sends the request once within the rate and concurrency limits.
 func (c *Client) attempt(ctx context.Context, r Request, u string, body []byte, out any) (http.Header, time.Duration, error) {
 	if err := c.limiter.Wait(ctx); err != nil {
+		if ctx.Err() == nil {
+			// The limiter refuses a wait that would pass the deadline:
+			// the caller's bound is what ends the call.
+			return nil, 0, fmt.Errorf("%s %s: the rate limit would pass the deadline: %w", r.Method, r.Path, context.DeadlineExceeded)
+		}
 		return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
 	select {
@@ -457,21 +467,76 @@ func (c *Client) record(ok bool) {
 	}
 }
 
+// Bounds limit one listing. Rule "a listing ends": a provider's
+// pagination is someone else's code, and one that hands out a fresh
+// next-page token every time, empty pages forever, or items without end
+// must not hold a pass or fill memory. Past a bound the listing fails
+// (ErrUnbounded): an incomplete listing is never used, as it cannot tell
+// what is gone. Time is bounded by the caller's context (the source's
+// list_timeout).
+type Bounds struct {
+	// MaxPages is the most pages one listing fetches. Default
+	// DefaultMaxPages.
+	MaxPages int
+	// MaxItems is the most in-scope items one listing keeps. Default
+	// DefaultMaxItems.
+	MaxItems int
+	// MaxEmptyPages is the most pages in a row without a single item
+	// that still name a next page. Default DefaultMaxEmptyPages.
+	MaxEmptyPages int
+}
+
+// Defaults of Bounds.
+const (
+	DefaultMaxPages      = 2000
+	DefaultMaxItems      = 20000
+	DefaultMaxEmptyPages = 5
+)
+
+// ErrUnbounded is a listing stopped at one of its Bounds.
+var ErrUnbounded = errors.New("the listing does not end")
+
 // Pages fetches every page: fetch gets the cursor of the page to fetch (""
 // for the first) and returns its items and the next cursor ("" at the end).
-// A cursor seen twice is an error rather than an endless loop.
-func Pages[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+// Only the items keep accepts (nil: all) are kept, page by page, so what
+// is out of scope never accumulates (rule "keep only what is in scope
+// while paging"). A cursor seen twice, and a listing past its Bounds, are
+// errors rather than an endless loop.
+func Pages[T any](ctx context.Context, b Bounds, keep func(T) bool, fetch func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	maxPages, maxItems, maxEmpty := cmp.Or(b.MaxPages, DefaultMaxPages), cmp.Or(b.MaxItems, DefaultMaxItems), cmp.Or(b.MaxEmptyPages, DefaultMaxEmptyPages)
 	var all []T
 	seen := map[string]bool{}
 	cursor := ""
-	for {
+	empty := 0
+	for pages := 1; ; pages++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("list: after %d pages: %w", pages-1, err)
+		}
 		items, next, err := fetch(ctx, cursor)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, items...)
+		for _, it := range items {
+			if keep == nil || keep(it) {
+				all = append(all, it)
+			}
+		}
+		if len(all) > maxItems {
+			return nil, fmt.Errorf("list: more than %d items in scope: %w", maxItems, ErrUnbounded)
+		}
 		if next == "" {
 			return all, nil
+		}
+		if len(items) == 0 {
+			empty++
+			if empty >= maxEmpty {
+				return nil, fmt.Errorf("list: %d empty pages in a row, each naming another: %w", empty, ErrUnbounded)
+			}
+		} else {
+			empty = 0
+		}
+		if pages >= maxPages {
+			return nil, fmt.Errorf("list: still a next page after %d pages: %w", pages, ErrUnbounded)
 		}
 		if seen[next] {
 			// The cursor is provider text: not quoted.

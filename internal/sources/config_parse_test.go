@@ -71,7 +71,7 @@ func TestLoadExample(t *testing.T) {
 	dirs.CacheDirs = []string{".cache", ".npm", ".gradle/caches"}
 	dirs.RegisteredOnly = true
 	wantServer := config.ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
-		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second}
+		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second, PassTimeout: 30 * time.Minute}
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}

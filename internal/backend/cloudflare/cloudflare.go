@@ -58,6 +58,8 @@ type Containers struct {
 	// Application names the Sandbox's containers application; empty
 	// means every application of the account.
 	Application string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 }
 
 // Name returns "cloudflare".
@@ -81,8 +83,8 @@ type v4Page[T any] struct {
 	} `json:"result_info"`
 }
 
-func v4List[T any](ctx context.Context, c *remote.Client, path string, q url.Values, what string) ([]T, error) {
-	return remote.Pages(ctx, func(ctx context.Context, cursor string) ([]T, string, error) {
+func v4List[T any](ctx context.Context, c *remote.Client, bounds remote.Bounds, keep func(T) bool, path string, q url.Values, what string) ([]T, error) {
+	return remote.Pages(ctx, bounds, keep, func(ctx context.Context, cursor string) ([]T, string, error) {
 		qq := url.Values{}
 		for k, v := range q {
 			qq[k] = v
@@ -109,7 +111,7 @@ func (c *Containers) instances(ctx context.Context, names []string) (map[string]
 	apps, err := v4List[struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
-	}](ctx, c.Client, base, q, "containers applications")
+	}](ctx, c.Client, c.Bounds, nil, base, q, "containers applications")
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +136,8 @@ func (c *Containers) instances(ctx context.Context, names []string) (map[string]
 		if len(names) == 1 {
 			iq.Set("name_prefix", names[0])
 		}
-		insts, err := v4List[instance](ctx, c.Client, base+"/"+url.PathEscape(a.ID)+"/instances-v2", iq, "container instances")
+		// Only registered names are kept while paging: never ours otherwise.
+		insts, err := v4List(ctx, c.Client, c.Bounds, func(in instance) bool { return wanted[in.Name] }, base+"/"+url.PathEscape(a.ID)+"/instances-v2", iq, "container instances")
 		if err != nil {
 			return nil, err
 		}
