@@ -46,6 +46,12 @@ func (c *Config) Validate() error {
 		if s3.Bucket == "" {
 			v.add("archive.s3.bucket", "required: the bucket archives go to")
 		}
+		if s3.StallTimeout != nil && *s3.StallTimeout <= 0 {
+			v.add("archive.s3.stall_timeout", "must be positive")
+		}
+		if s3.StallBytes < 0 {
+			v.add("archive.s3.stall_bytes", "must not be negative")
+		}
 		if strings.Contains(s3.Prefix, "..") || strings.Contains(s3.Prefix, "//") {
 			v.add("archive.s3.prefix", "%q: no \"..\" or empty segments", s3.Prefix)
 		}
