@@ -45,6 +45,8 @@ func TestServerAndNotifyChecks(t *testing.T) {
 			[]problem{{3, "notify[0].header", `"x-reclaimer-delivery" is set by reclaimer itself`}}},
 		{"notify header file relative", "[[notify]]\nurl = \"https://example.com\"\nheader = \"Authorization\"\nheader_file = \"h\"\n",
 			[]problem{{4, "notify[0].header_file", `"h" is not an absolute path`}}},
+		{"s3 endpoint userinfo", "[archive.s3]\nendpoint = \"https://AKIA:hunter2@s3.example.com\"\nbucket = \"b\"\n",
+			[]problem{{2, "archive.s3.endpoint", `"https://[redacted]@s3.example.com": must not hold a user or password`}}},
 		{"notify header", "[[notify]]\nurl = \"https://example.com\"\nheader = \"Authorization\"\nheader_file = \"/run/h\"\n", nil},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,9 @@ func (c *Config) Validate() error {
 			v.add("archive.s3.endpoint", "required: the S3 server, e.g. \"https://s3.example.com\"")
 		} else if strings.Contains(s3.Endpoint, "://") && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
 			v.add("archive.s3.endpoint", "%q: want http://, https:// or host:port", s3.Endpoint)
+		} else if strings.Contains(s3.Endpoint, "@") {
+			// Credentials come from the environment or credentials_file.
+			v.add("archive.s3.endpoint", "%q: must not hold a user or password", s3.Endpoint)
 		}
 		if s3.Bucket == "" {
 			v.add("archive.s3.bucket", "required: the bucket archives go to")

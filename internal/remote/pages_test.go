@@ -3,50 +3,13 @@ package remote_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/remote"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 )
-
-// heapCeiling runs f and fails the test when the heap in use grows by more
-// than limit bytes over what it was before, sampled while f runs.
-func heapCeiling(t *testing.T, limit uint64, f func()) {
-	t.Helper()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > base && m.HeapInuse-base > peak.Load() {
-				peak.Store(m.HeapInuse - base)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	close(done)
-	<-sampled
-	if p := peak.Load(); p > limit {
-		t.Fatalf("the heap grew by %d MB, over the ceiling of %d MB", p>>20, limit>>20)
-	}
-}
 
 // TestPagesEnd: rule "a listing ends", on the endless paginations a
 // provider can serve: a fresh next-page token every time (items out of
@@ -99,7 +62,7 @@ func TestPagesEnd(t *testing.T) {
 			var got []item
 			// 2000 pages of 1000 items of ~0.5 KB went by in the first
 			// case: about 1 GB had they been kept.
-			heapCeiling(t, 64<<20, func() {
+			testtree.HeapCeiling(t, 64<<20, func() {
 				got, err = remote.Pages(ctx, remote.Bounds{}, keep, tc.fetch)
 			})
 			if !errors.Is(err, remote.ErrUnbounded) || got != nil {
