@@ -150,7 +150,7 @@ func TestMisbehavingServers(t *testing.T) {
 	// never called.
 	hit = false
 	f2 := fakes.NewAgentServer(t, key, clock.Now, t0)
-	f2.Misbehave(func(op string, a *fakes.Answer) bool {
+	f2.Bend(func(op string, a *fakes.Answer) bool {
 		a.Status = http.StatusTemporaryRedirect
 		a.Header.Set("Location", strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1)+"/server_info")
 		return true

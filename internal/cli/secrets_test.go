@@ -76,7 +76,7 @@ events = ["failed"]
 	}
 
 	// The listing: the key in a header and in endAt (a time field).
-	fe.Misbehave(func(op string, a *fakes.Answer) bool {
+	fe.Bend(func(op string, a *fakes.Answer) bool {
 		if op != "GET /v2/sandboxes" {
 			return false
 		}
@@ -94,7 +94,7 @@ events = ["failed"]
 
 	// The listing readable (the key only in a label and a header); pause
 	// refused with a message of 190 characters, then the key.
-	fe.Misbehave(func(op string, a *fakes.Answer) bool {
+	fe.Bend(func(op string, a *fakes.Answer) bool {
 		if op == "GET /v2/sandboxes" {
 			a.Header.Set("X-Request-Id", hostileKey)
 			return true

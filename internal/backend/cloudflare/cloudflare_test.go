@@ -359,7 +359,7 @@ func TestBridgeRedirectIsRefused(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer target.Close()
-	e.f.Bridge().Misbehave(func(op string, a *fakes.Answer) bool {
+	e.f.Bridge().Bend(func(op string, a *fakes.Answer) bool {
 		if op == "POST /v1/sandbox/{id}/persist" || op == "DELETE /v1/sandbox/{id}" {
 			a.Status, a.Body = http.StatusTemporaryRedirect, nil
 			a.Header = http.Header{"Location": {target.URL + "/steal"}}

@@ -109,14 +109,14 @@ type contract struct {
 	retryAfter string
 	calls      map[string]int // "METHOD template" → count
 	total      int
-	// misbehave, when set, bends answers (Misbehave); intercept answers
+	// bend, when set, bends answers (Bend); intercept answers
 	// in the fake's stead (Intercept).
-	misbehave func(op string, a *Answer) bool
+	bend      func(op string, a *Answer) bool
 	intercept func(op string, r *http.Request) *Answer
 }
 
 // Intercept makes the fake hostile before it acts: f sees every valid
-// request (op as for Misbehave); an Answer it returns is sent instead of
+// request (op as for Bend); an Answer it returns is sent instead of
 // the fake's, unvalidated, and the fake does nothing (a call the provider
 // refused, stalled on, or redirected). nil lets the fake answer.
 func (c *contract) Intercept(f func(op string, r *http.Request) *Answer) {
@@ -132,15 +132,15 @@ type Answer struct {
 	Body   []byte
 }
 
-// Misbehave makes the fake hostile: f sees every answer (op is "METHOD
+// Bend makes the fake hostile: f sees every answer (op is "METHOD
 // /template", e.g. "GET /v2/sandboxes") after the fake made it, and may
 // change its status, headers or body. When f returns true the answer is
 // deliberately outside the spec and is not validated; every request, and
 // every answer f leaves alone (returns false), still is.
-func (c *contract) Misbehave(f func(op string, a *Answer) bool) {
+func (c *contract) Bend(f func(op string, a *Answer) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.misbehave = f
+	c.bend = f
 }
 
 func newContract(t testing.TB, name string, spec *openapi3.T, url string, auth func(string, *http.Request) error) *contract {
@@ -212,7 +212,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		fault, c.faults = c.faults[0], c.faults[1:]
 	}
 	retryAfter := c.retryAfter
-	misbehave, intercept := c.misbehave, c.intercept
+	bend, intercept := c.bend, c.intercept
 	c.mu.Unlock()
 	if why, ok := c.forbidden[route.Path]; ok {
 		c.t.Errorf("%s fake: %s was called: %s", c.name, op, why)
@@ -253,9 +253,9 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	}
 	res := rec.Result()
 	out, _ := io.ReadAll(res.Body)
-	if misbehave != nil {
+	if bend != nil {
 		a := &Answer{Status: res.StatusCode, Header: res.Header.Clone(), Body: out}
-		if misbehave(op, a) {
+		if bend(op, a) {
 			for k, v := range a.Header {
 				w.Header()[k] = v
 			}
