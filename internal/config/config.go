@@ -95,6 +95,12 @@ type ArchiveS3 struct {
 	// default $AWS_PROFILE or "default").
 	CredentialsFile string `toml:"credentials_file"`
 	Profile         string `toml:"profile"`
+	// StallTimeout (stall_timeout) and StallBytes (stall_bytes): every
+	// request to the server (an upload's part, a read-back, a removal)
+	// must move at least stall_bytes in every stall_timeout, or it fails
+	// as stalled. Defaults "30s" and 16384.
+	StallTimeout *Duration `toml:"stall_timeout"`
+	StallBytes   int64     `toml:"stall_bytes"`
 }
 
 // geteuid is replaced in tests.

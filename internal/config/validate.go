@@ -42,9 +42,18 @@ func (c *Config) Validate() error {
 			v.add("archive.s3.endpoint", "required: the S3 server, e.g. \"https://s3.example.com\"")
 		} else if strings.Contains(s3.Endpoint, "://") && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
 			v.add("archive.s3.endpoint", "%q: want http://, https:// or host:port", s3.Endpoint)
+		} else if strings.Contains(s3.Endpoint, "@") {
+			// Credentials come from the environment or credentials_file.
+			v.add("archive.s3.endpoint", "%q: must not hold a user or password", s3.Endpoint)
 		}
 		if s3.Bucket == "" {
 			v.add("archive.s3.bucket", "required: the bucket archives go to")
+		}
+		if s3.StallTimeout != nil && *s3.StallTimeout <= 0 {
+			v.add("archive.s3.stall_timeout", "must be positive")
+		}
+		if s3.StallBytes < 0 {
+			v.add("archive.s3.stall_bytes", "must not be negative")
 		}
 		if strings.Contains(s3.Prefix, "..") || strings.Contains(s3.Prefix, "//") {
 			v.add("archive.s3.prefix", "%q: no \"..\" or empty segments", s3.Prefix)
@@ -120,7 +129,7 @@ type area struct {
 }
 
 func (v *validator) add(key, format string, args ...any) {
-	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: RedactCredentials(fmt.Sprintf(format, args...))})
 }
 
 // Line returns the line of key ("worktrees[1].root") in the file c was

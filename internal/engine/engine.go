@@ -86,8 +86,17 @@ type Options struct {
 	Usage func(path string) (diskusage.Usage, error)
 	// Concurrency bounds parallel listing, selection and sizing. Default 4.
 	Concurrency int
+	// SlowListing is how long a listing holds its Concurrency slot: one
+	// still running after it goes on without one, so listings that
+	// stall (a provider that does not answer, up to its list_timeout) do
+	// not keep the others, local ones included, waiting. Default
+	// DefaultSlowListing.
+	SlowListing time.Duration
 	Logger      *slog.Logger
 }
+
+// DefaultSlowListing is Options.SlowListing when unset.
+const DefaultSlowListing = 2 * time.Second
 
 // Engine plans and applies passes.
 type Engine struct {
@@ -142,6 +151,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
+	}
+	if opts.SlowListing <= 0 {
+		opts.SlowListing = DefaultSlowListing
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

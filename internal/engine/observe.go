@@ -261,7 +261,15 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 		}
 		wg.Go(func() {
 			sem <- struct{}{}
-			defer func() { <-sem }()
+			// Rule "no stalled source starves the others": a listing
+			// still running after SlowListing gives up its slot (it
+			// waits on a provider, not on this host's disks) and goes
+			// on, bounded by its ListTimeout.
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			defer release()
+			slow := time.AfterFunc(e.opts.SlowListing, release)
+			defer slow.Stop()
 			lctx, cancel := ctx, context.CancelFunc(func() {})
 			if src.ListTimeout > 0 {
 				lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
@@ -271,7 +279,7 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
 			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
-			if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 				err = &listTimeout{d: src.ListTimeout, err: err}
 			}
 			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,6 +94,12 @@ func (a *App) pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	}
 	s := a.setupNow()
 	start := a.clock.Now()
+	// Rule "every pass ends": its deadline bounds planning (every
+	// listing, narrowed read and provider call under it) and apply
+	// (between actions), whatever a provider does.
+	limit := s.cfg.ServerSettings().PassTimeout
+	pctx, cancelPass := context.WithTimeout(ctx, limit)
+	defer cancelPass()
 	rep := PassReport{Request: req}
 	defer func() {
 		rep.Took = a.clock.Now().Sub(start)
@@ -101,8 +108,11 @@ func (a *App) pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	if req.Exact != nil {
 		rep.Plan = req.Exact
 	} else {
-		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests, Explain: req.Explain})
+		p, w, err := s.engine.Plan(pctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests, Explain: req.Explain})
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+				err = fmt.Errorf("the pass did not finish planning within pass_timeout %s; nothing was applied (%v): %w", limit, err, backend.ErrUnavailable)
+			}
 			rep.Err = err
 			return nil, nil, nil, err
 		}
@@ -123,18 +133,50 @@ func (a *App) pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	// The stop: the daemon's (a graceful stop), else the caller's context
 	// (the CLI's Ctrl-C). Either ends the apply between two actions; the
 	// action in flight finishes with a live context.
+	// The pass's deadline stops it too: what it did not reach is
+	// reported, and the next pass tries it.
 	stop := a.opts.Stop
 	if stop == nil {
 		stop = ctx.Done()
 	}
-	res, err := s.engine.Apply(context.WithoutCancel(ctx), rep.Plan, engine.ApplyOptions{World: applyWorld, Stop: stop,
+	stopOrDeadline := make(chan struct{})
+	applied := make(chan struct{})
+	go func() {
+		defer close(stopOrDeadline)
+		select {
+		case <-stop:
+		case <-pctx.Done():
+		case <-applied:
+		}
+	}()
+	res, err := s.engine.Apply(context.WithoutCancel(ctx), rep.Plan, engine.ApplyOptions{World: applyWorld, Stop: stopOrDeadline,
 		Progress: req.Progress, Step: req.Step})
+	close(applied)
+	if res != nil && !closed(stop) && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		passTimedOut(res, limit)
+	}
 	rep.Applied, rep.Err = res, err
 	if err != nil {
 		return rep.Plan, nil, rep.World, err
 	}
 	a.keys.applied(res)
 	return rep.Plan, res, rep.World, nil
+}
+
+// passTimedOut says, for each action an apply stopped at the pass's
+// deadline did not reach, why, and adds the pass's problem.
+func passTimedOut(res *plan.Applied, limit time.Duration) {
+	n := 0
+	for i := range res.Results {
+		if r := &res.Results[i]; r.Code == plan.Stopped {
+			r.Reason = fmt.Sprintf("not reached within pass_timeout %s; the next pass tries again", limit)
+			n++
+		}
+	}
+	if n > 0 {
+		res.Problems = append(res.Problems, plan.Problem{Code: plan.PassTimeout,
+			Message: fmt.Sprintf("the pass reached pass_timeout %s with %d of %d actions not done; the next pass tries them again", limit, n, len(res.Results))})
+	}
 }
 
 func noSources() plan.Problem {

@@ -121,6 +121,9 @@ const (
 	SelectionFailed ProblemCode = "selection_failed"
 	// NoSources: nothing is configured to manage.
 	NoSources ProblemCode = "no_sources"
+	// PassTimeout: the pass reached its deadline ([server] pass_timeout)
+	// with actions not done; they are left for the next pass.
+	PassTimeout ProblemCode = "pass_timeout"
 )
 
 // Problem is something a pass could not look at. Every command that

@@ -215,7 +215,11 @@ func (d *Daemon) build(cfg *config.Config) (*setup, error) {
 	s.token = sha256.Sum256(tok)
 	var hooks []notify.Hook
 	for _, n := range cfg.Notify {
-		hooks = append(hooks, notify.Hook{URL: n.URL, Events: n.Events, Secret: n.Secret})
+		secret, header, err := n.Secrets()
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, notify.Hook{URL: n.URL, Events: n.Events, Secret: secret, Header: n.Header, HeaderValue: header})
 	}
 	no := d.opts.Notify
 	no.Record = d.recordDelivery

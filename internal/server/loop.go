@@ -120,10 +120,15 @@ func howToCancel(k backend.Key) string {
 // recordDelivery journals each webhook delivery and counts it.
 func (d *Daemon) recordDelivery(del notify.Delivery) {
 	result := ledger.ResultDone
+	// del.URL is redacted and del.Err quotes no credential (notify's
+	// contract): the journal, readable through /v1/journal, holds none.
 	reason := fmt.Sprintf("%s notice to %s", del.Event.Event, del.URL)
+	if del.ID != "" {
+		reason += " (delivery " + del.ID + ")"
+	}
 	if del.Err != nil {
 		result, reason = ledger.ResultFailed, reason+": "+del.Err.Error()
-		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "attempts", del.Attempts, "err", del.Err)
+		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "delivery", del.ID, "attempts", del.Attempts, "err", del.Err)
 	}
 	d.metrics.notices.WithLabelValues(del.Event.Event, result).Inc()
 	defer d.event(Event{Kind: "delivery", Err: del.Err})
@@ -381,6 +386,8 @@ func configChanges(a, b *config.Config) []string {
 			if k == "ledger.url" {
 				va, vb = config.RedactURL(va), config.RedactURL(vb)
 			}
+			// Rule "no configuration message quotes a credential".
+			va, vb = config.RedactCredentials(va), config.RedactCredentials(vb)
 			out = append(out, fmt.Sprintf("%s: %s → %s", k, orNone(va), orNone(vb)))
 		}
 	}

@@ -79,11 +79,13 @@ func TestLoadExample(t *testing.T) {
 	dirs.RegisteredOnly = true
 	wantServer := config.ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
 		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second, Name: "host-a", LeaderLease: 15 * time.Second,
-		UsageRetention: 30 * 24 * time.Hour}
+		UsageRetention: 30 * 24 * time.Hour, PassTimeout: 30 * time.Minute}
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}
-	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
+	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"},
+		{URL: "https://alerts.example.com/reclaimer", Events: []string{"failed"}, SecretFile: "/etc/reclaimer/alerts.secret",
+			Header: "Authorization", HeaderFile: "/etc/reclaimer/alerts.auth"}}
 	if !reflect.DeepEqual(c.Notify, wantNotify) {
 		t.Errorf("notify:\n got  %+v\n want %+v", c.Notify, wantNotify)
 	}
