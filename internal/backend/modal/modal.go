@@ -328,3 +328,12 @@ var (
 	_ backend.Restorer        = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// Close closes the backend's connection (a reload replacing the source,
+// the end of the program).
+func (b *Backend) Close() error {
+	if b.Client == nil {
+		return nil
+	}
+	return b.Client.Close()
+}
