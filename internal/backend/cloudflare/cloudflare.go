@@ -49,6 +49,13 @@ type Backend struct {
 	// Excludes are left out of persist unless the archive includes
 	// dependencies; nil means DefaultExcludes.
 	Excludes []string
+
+	// destroyed remembers when each sandbox was destroyed here, so that it
+	// is not listed again while its registration is still in the ledger
+	// (until the pass records the deletion); an instance started since
+	// (a host made it again) brings it back.
+	mu        sync.Mutex
+	destroyed map[string]time.Time
 }
 
 // Containers is the account-level Containers API.
@@ -207,10 +214,18 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 	}
 	out := make([]backend.Runtime, 0, len(names))
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, n := range names {
 		var in *instance
 		if i, ok := insts[n]; ok {
 			in = &i
+		}
+		if at, ok := b.destroyed[n]; ok {
+			if in == nil || !in.StartedAt.After(at) {
+				continue // destroyed here; the ledger has not caught up
+			}
+			delete(b.destroyed, n)
 		}
 		out = append(out, runtimeOf(n, in))
 	}
@@ -225,6 +240,12 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 	if _, err := b.Bridge.Do(ctx, remote.Request{Method: http.MethodDelete, Path: sandboxPath(rt.ID)}, nil); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("destroy cloudflare sandbox %s: %w", rt.ID, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.destroyed == nil {
+		b.destroyed = map[string]time.Time{}
+	}
+	b.destroyed[rt.ID] = time.Now()
 	return nil
 }
 
