@@ -25,9 +25,11 @@ func TestConformance(t *testing.T) {
 				return id
 			}
 			return &backendtest.Provider{
-				Backend:     b,
-				Make:        func(t *testing.T, name string) string { return add("sb-"+name, selector) },
-				MakeOutside: func(t *testing.T, name string) string { return add("sb-other-"+name, map[string]string{"owner": "someone-else"}) },
+				Backend: b,
+				Make:    func(t *testing.T, name string) string { return add("sb-"+name, selector) },
+				MakeOutside: func(t *testing.T, name string) string {
+					return add("sb-other-"+name, map[string]string{"owner": "someone-else"})
+				},
 				Exists: func(t *testing.T, id string) bool {
 					s, ok := f.Get(id)
 					return ok && s.FinishedAt.IsZero()
