@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/agentserver"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
@@ -72,6 +73,10 @@ type Options struct {
 	// Concurrency bounds parallel listing, selection and sizing. Default 4.
 	Concurrency int
 	Logger      *slog.Logger
+	// IdleClock reads the OpenHands agent-servers' idle clocks of running
+	// runtimes (Runtime.AgentServer, or the URL a host registered);
+	// default an agentserver.Clock on Now.
+	IdleClock *agentserver.Clock
 }
 
 // Engine plans and applies passes.
@@ -124,6 +129,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
+	}
+	if opts.IdleClock == nil {
+		opts.IdleClock = &agentserver.Clock{Now: opts.Now}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -437,3 +437,28 @@ func TestReloadRefusesToDropEverythingOrMoveTheArchives(t *testing.T) {
 		t.Errorf("the refusal is not logged:\n%s", h.logs.String())
 	}
 }
+
+// TestRegisteredAgentServerURL: a host registers its runtime's agent-server
+// with it; the ledger keeps it for the idle clock, a later registration
+// without one keeps it, and a URL the clock would not read is refused.
+func TestRegisteredAgentServerURL(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", AgentServerUrl: "http://127.0.0.1:8000"}); status(r) != 200 {
+		t.Fatalf("register: %s", body(r))
+	}
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", Conversations: []string{"c1"}}); status(r) != 200 {
+		t.Fatalf("register again: %s", body(r))
+	}
+	recs, err := h.d.App().Store().ListRuntimes(h.ctx(), ledger.RuntimeFilter{Backend: "dir"})
+	if err != nil || len(recs) != 1 || recs[0].AgentServerURL != "http://127.0.0.1:8000" {
+		t.Fatalf("recorded: %+v %v", recs, err)
+	}
+	for _, bad := range []string{"ftp://x", "http://user:pw@127.0.0.1:8000", "http://127.0.0.1:8000/?k=v", "not a url"} {
+		if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", AgentServerUrl: bad}); status(r) != 400 {
+			t.Errorf("%q: %s", bad, body(r))
+		}
+	}
+}
