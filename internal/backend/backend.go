@@ -426,6 +426,14 @@ type NativeLifecycle interface {
 	Lifecycle(ctx context.Context, rt Runtime, opts LifecycleOptions) (Lifecycle, error)
 }
 
+// NativeExplainer says in words what a provider's own settings are and
+// what reclaimer can do with them (server-wide only, fixed at creation,
+// written into a field): native plan shows it on each of its runtimes, and
+// as the reason a drift is only reported.
+type NativeExplainer interface {
+	NativeExplanation() string
+}
+
 // Wrapper is implemented by decorators so As can see through them.
 type Wrapper interface {
 	Unwrap() Backend
@@ -489,6 +497,14 @@ type RestoreOptions struct {
 	// temporary files.
 	Sink    sink.Sink
 	Staging string
+}
+
+// ManualRestore is what a Restorer's error carries when the backend does
+// not bring the runtime back itself (reclaimer creates no Modal sandbox):
+// the command a person runs to start one from the archive.
+type ManualRestore interface {
+	error
+	RestoreCommand() string
 }
 
 // Restorer brings an archived runtime back from its archive.
@@ -575,6 +591,16 @@ func (e EmptyListing) Error() string { return string(e) }
 // recorded for; createdAt is the export's time (its plan's).
 type ExportAbandoner interface {
 	AbandonExport(ctx context.Context, rt Runtime, createdAt time.Time) error
+}
+
+// IdleLosesFiles is a backend that cannot suspend a runtime and whose
+// provider, left to itself, idles a runtime by discarding its files
+// (Cloudflare: a sleeping sandbox loses its whole disk). For such a
+// backend idle reclaiming is an archive (verified by reading it back) and
+// then a delete, with notice, instead of a suspend. The method says why,
+// for plans.
+type IdleLosesFiles interface {
+	IdleLosesFiles() string
 }
 
 // Rooted is a backend whose runtimes live in local folders below managed

@@ -152,6 +152,11 @@ func (a *App) Restore(ctx context.Context, req RestoreRequest) (*views.Restored,
 	defer os.RemoveAll(staging)
 	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: ar.Location, Formats: ar.Formats, Manifest: ar.Manifest,
 		To: req.To, Sink: store, Staging: staging})
+	var manual backend.ManualRestore
+	if errors.As(err, &manual) && manual.RestoreCommand() != "" {
+		// Nothing was restored: the answer is how to do it.
+		return &views.Restored{ID: k.ID, Backend: k.Backend, Source: k.Source, ArchiveID: ar.ID, Command: manual.RestoreCommand()}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,11 @@ type Record struct {
 // Capabilities are the roles a runtime's backend has.
 type Capabilities struct {
 	Suspend, Delete, Export, Files bool
+	// IdleArchive: the backend cannot suspend and its provider idles a
+	// runtime by discarding its files (backend.IdleLosesFiles): idle
+	// reclaiming archives and then deletes, with notice, even a running
+	// runtime (what it holds would otherwise be lost when it sleeps).
+	IdleArchive bool
 }
 
 // Candidate is one runtime with everything the policies need.
@@ -414,14 +419,36 @@ func effectiveRetention(c *Candidate) time.Duration {
 	return c.Settings.Retention
 }
 
+// IdleArchives tells whether idle reclaiming archives then deletes c
+// instead of suspending it (Capabilities.IdleArchive, with idle_suspend
+// set).
+func IdleArchives(c *Candidate) bool {
+	return c.Can.IdleArchive && !c.Can.Suspend && c.Settings.IdleSuspend > 0
+}
+
+// ArchiveAfter is how long c must be inactive before it is archived, and
+// the rule that says so: its retention, or idle_suspend where idling loses
+// the files (IdleArchives), whichever is shorter; 0 when neither applies.
+func ArchiveAfter(c *Candidate) (time.Duration, Code) {
+	ret := effectiveRetention(c)
+	if IdleArchives(c) && (ret <= 0 || c.Settings.IdleSuspend < ret) {
+		return c.Settings.IdleSuspend, RuleIdleArchive
+	}
+	return ret, RuleRetention
+}
+
 // retention announces, cancels or carries out the archive of an inactive
-// runtime.
+// runtime (and, where idling loses the files, of an idle one: ArchiveAfter).
 func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) {
 	k := c.Runtime.Key
-	ret := effectiveRetention(c)
+	ret, rule := ArchiveAfter(c)
 	last := c.LastActive()
 	scheduled := c.Record.Scheduled == backend.StepArchive
 	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
+	if rule == RuleIdleArchive && why.Code == Running {
+		// Running is the point: what it holds goes when it sleeps.
+		why = Reason{}
+	}
 
 	if scheduled {
 		switch {
@@ -441,6 +468,10 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 		return
 	}
 	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
+	if rule == RuleIdleArchive {
+		reason = because(RuleIdleArchive, fmt.Sprintf("idle %s, over idle_suspend %s; its backend cannot suspend and idling loses its files: archived, then deleted",
+			human(now.Sub(last)), human(ret)))
+	}
 	if !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
 		return
@@ -458,7 +489,7 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem, Code: RuleRetention})
+		Filesystem: c.Filesystem, Code: reason.Code})
 	acted[k] = true
 }
 

@@ -447,4 +447,13 @@ var (
 	_ backend.Deleter  = (*Backend)(nil)
 	_ backend.Exporter = (*Backend)(nil)
 	_ backend.Restorer = (*Backend)(nil)
+
+	_ backend.IdleLosesFiles = (*Backend)(nil)
 )
+
+// IdleLosesFiles says why idle reclaiming archives, then destroys, instead
+// of suspending: the bridge cannot make a sandbox sleep, and a sleeping
+// sandbox loses every file.
+func (b *Backend) IdleLosesFiles() string {
+	return "a sleeping Cloudflare sandbox loses every file: idle reclaiming archives it (persist, read back), then destroys it"
+}

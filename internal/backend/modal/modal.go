@@ -245,6 +245,12 @@ func (s *StartCommand) Error() string {
 // Unwrap says the backend cannot restore by itself.
 func (s *StartCommand) Unwrap() error { return errors.ErrUnsupported }
 
+// RestoreCommand is the command that starts a sandbox from the archived
+// image (backend.ManualRestore).
+func (s *StartCommand) RestoreCommand() string { return s.Command }
+
+var _ backend.ManualRestore = (*StartCommand)(nil)
+
 func startCommand(image, app string) string {
 	if app == "" {
 		app = "reclaimer-restore"
@@ -342,3 +348,10 @@ func (b *Backend) Close() error {
 	}
 	return b.Client.Close()
 }
+
+// NativeExplanation: Modal's timeouts are fixed when a sandbox is created.
+func (b *Backend) NativeExplanation() string {
+	return "timeout_secs and idle_timeout_secs are fixed when the sandbox is created: shown against the policy, they cannot be changed (create sandboxes with the values the policy wants)"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)

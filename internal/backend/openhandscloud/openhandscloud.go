@@ -388,3 +388,10 @@ var (
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// NativeExplanation: OpenHands' own lifecycle is server-wide.
+func (b *Backend) NativeExplanation() string {
+	return "server-wide only: OpenHands' idle pause (RUNTIME_IDLE_SECONDS) and deletion (RUNTIME_DEAD_SECONDS) are set on the server for every sandbox, not per sandbox; native sync changes nothing, the loop pauses and removes by the policy"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)
