@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -461,4 +462,63 @@ func TestRegisteredAgentServerURL(t *testing.T) {
 			t.Errorf("%q: %s", bad, body(r))
 		}
 	}
+}
+
+// holding is a source's backend holding a client (a watch cache, a
+// connection): it counts its closes.
+type holding struct {
+	backend.Backend
+	closed *atomic.Int32
+}
+
+func (h holding) Unwrap() backend.Backend { return h.Backend }
+func (h holding) Close() error            { h.closed.Add(1); return nil }
+
+// TestReloadAndStopCloseTheSources: a reload closes the sources it
+// replaces (their watch caches, connections), once each, and the daemon's
+// stop closes those in force.
+func TestReloadAndStopCloseTheSources(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	var built []*atomic.Int32
+	var mu sync.Mutex
+	wrap := func(srcs []engine.Source) []engine.Source {
+		mu.Lock()
+		defer mu.Unlock()
+		n := new(atomic.Int32)
+		built = append(built, n)
+		for i := range srcs {
+			srcs[i].Backend = holding{srcs[i].Backend, n}
+		}
+		return srcs
+	}
+	h := startDaemon(t, dir, cfg, server.Options{WrapSources: wrap})
+	h.waitStartPass()
+	data, _ := os.ReadFile(cfg)
+	testtree.Write(t, cfg, string(data)+"retention = \"7d\"\n")
+	if err := h.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(built) != 2 || built[0].Load() != 1 || built[1].Load() != 0 {
+		t.Fatalf("after a reload: %d setups, closes %v", len(built), closes(built))
+	}
+	mu.Unlock()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if built[0].Load() != 1 || built[1].Load() != 1 {
+		t.Fatalf("after the stop: closes %v", closes(built))
+	}
+}
+
+func closes(ns []*atomic.Int32) []int32 {
+	out := make([]int32, len(ns))
+	for i, n := range ns {
+		out[i] = n.Load()
+	}
+	return out
 }
