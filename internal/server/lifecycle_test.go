@@ -522,3 +522,36 @@ func closes(ns []*atomic.Int32) []int32 {
 	}
 	return out
 }
+
+// TestCloudflareRuntimesAreTheRegisteredNames: the bridge has no list, so
+// a [[cloudflare]] source's runtimes are the names hosts registered
+// through the API; an instance of the account nobody registered is never
+// listed, and the Containers API gives the registered one's state.
+func TestCloudflareRuntimesAreTheRegisteredNames(t *testing.T) {
+	dir := t.TempDir()
+	f := fakes.NewCloudflare(t, "cf-bridge-key-0123456789", "cf-api-token-0123456789", "acc-1", time.Now)
+	now := time.Now()
+	f.Add(fakes.CloudflareSandbox{Name: "sb-mine", Awake: true, StartedAt: now.Add(-time.Minute), StateAt: now.Add(-time.Minute)})
+	f.Add(fakes.CloudflareSandbox{Name: "sb-theirs", Awake: true, StartedAt: now.Add(-time.Minute), StateAt: now.Add(-time.Minute)})
+	t.Setenv("SANDBOX_API_KEY", "cf-bridge-key-0123456789")
+	t.Setenv("CLOUDFLARE_API_TOKEN", "cf-api-token-0123456789")
+	cfg := writeConfig(t, dir, "", "[[cloudflare]]\nendpoint = \""+f.BridgeURL+"\"\napi_endpoint = \""+f.APIURL+
+		"\"\naccount_id = \"acc-1\"\napplication = \"sandbox\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "cloudflare", Id: "sb-mine", Conversations: []string{"c1"}}); status(r) != 200 {
+		t.Fatalf("register: %s", body(r))
+	}
+	p := h.pass(openapi.PassRequest{})
+	if len(p.Plan.Problems) != 0 {
+		t.Fatalf("problems: %+v", p.Plan.Problems)
+	}
+	if rt := h.runtime("sb-mine"); rt.State != "running" || rt.Backend != "cloudflare" {
+		t.Fatalf("sb-mine: %+v", rt)
+	}
+	if resp, _ := h.api.GetRuntimeWithResponse(h.ctx(), "sb-theirs", nil); status(resp) != 404 {
+		t.Fatalf("an unregistered sandbox is known: %s", body(resp))
+	}
+	if n := f.Bridge().Calls("GET /v1/sandbox/{id}/running"); n != 0 {
+		t.Fatalf("%d calls woke sandboxes", n)
+	}
+}
