@@ -17,6 +17,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/reclaimer/reclaimer/internal/cli"
 	"github.com/reclaimer/reclaimer/internal/kubetest"
@@ -179,6 +181,82 @@ func TestMissingVerbIsAProblemOfThePlan(t *testing.T) {
 	must(t, err)
 	if *d.Spec.Replicas != 1 {
 		t.Fatal("a source that could not be read was acted on")
+	}
+}
+
+// TestAgentSandboxNativePlanAndSync: with an [[agent_sandbox]] source,
+// native plan shows a Sandbox's spec.shutdownTime drifting from the policy
+// (and says what the field holds), native sync repairs it, and a lease
+// moves it later. No agent-sandbox controller runs: the test writes the
+// Ready condition it would.
+func TestAgentSandboxNativePlanAndSync(t *testing.T) {
+	c := kubetest.Need(t, cluster)
+	ns := c.Namespace(t)
+	token := kubetest.Token(c.Client(t, ns, kubetest.RoleRules(t, "../../../deploy/kubernetes/role.yaml")))
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	must(t, c.WriteKubeconfig(kc, token))
+	cfg := filepath.Join(dir, "reclaimer.toml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[ledger]
+path = %q
+[archive]
+dir = %q
+[[agent_sandbox]]
+namespace = %q
+selector = "owner=reclaimer-test"
+kubeconfig = %q
+idle_suspend = "2h"
+max_lifetime = "24h"
+`, filepath.Join(dir, "state", "ledger.db"), filepath.Join(dir, "archives"), ns, kc)), 0o600))
+	ctx := context.Background()
+	sandboxes := c.AdminDynamic(t).Resource(kubetest.Sandboxes).Namespace(ns)
+	early := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+		"metadata": map[string]any{"name": "sb", "labels": map[string]any{"owner": "reclaimer-test"}},
+		"spec": map[string]any{"shutdownTime": early, "podTemplate": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "agent", "image": "sandbox"}}}}}}}
+	_, err := sandboxes.Create(ctx, u, metav1.CreateOptions{})
+	must(t, err)
+	ready := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"DependenciesReady","message":"ready","lastTransitionTime":%q}]}}`,
+		time.Now().UTC().Format(time.RFC3339))
+	_, err = sandboxes.Patch(ctx, "sb", types.MergePatchType, []byte(ready), metav1.PatchOptions{}, "status")
+	must(t, err)
+	shutdown := func() time.Time {
+		got, err := sandboxes.Get(ctx, "sb", metav1.GetOptions{})
+		must(t, err)
+		s, _, _ := unstructured.NestedString(got.Object, "spec", "shutdownTime")
+		at, err := time.Parse(time.RFC3339, s)
+		must(t, err)
+		return at
+	}
+
+	out, errOut, code := run("--config", cfg, "native", "plan")
+	if code != 0 || !strings.Contains(out, "stricter") || !strings.Contains(out, "spec.shutdownTime holds the policy") {
+		t.Fatalf("native plan: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := shutdown().Format(time.RFC3339); got != early {
+		t.Fatalf("native plan wrote shutdownTime %s", got)
+	}
+	if out, errOut, code = run("--config", cfg, "native", "sync"); code != 0 {
+		t.Fatalf("native sync: exit %d\n%s%s", code, out, errOut)
+	}
+	if d := time.Until(shutdown()); d < 110*time.Minute || d > 130*time.Minute {
+		t.Fatalf("after sync shutdownTime is in %s, want about 2h", d)
+	}
+	// A lease of 6 hours moves it to the lease's end (a pass first: the
+	// ledger knows the runtimes a pass has seen).
+	if out, errOut, code = run("--config", cfg, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code = run("--config", cfg, "lease", "--for", "6h", "sb"); code != 0 {
+		t.Fatalf("lease: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code = run("--config", cfg, "native", "sync"); code != 0 {
+		t.Fatalf("native sync after the lease: exit %d\n%s%s", code, out, errOut)
+	}
+	if d := time.Until(shutdown()); d < 350*time.Minute || d > 370*time.Minute {
+		t.Fatalf("after the lease shutdownTime is in %s, want about 6h", d)
 	}
 }
 
