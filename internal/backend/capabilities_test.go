@@ -13,6 +13,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/kubernetes"
 	"github.com/reclaimer/reclaimer/internal/backend/modal"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands"
 	"github.com/reclaimer/reclaimer/internal/backend/openhandscloud"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
@@ -60,6 +61,8 @@ func TestCapabilities(t *testing.T) {
 		{wrapped{&daytona.Backend{}}, remote},
 		{&docker.Backend{}, containers},
 		{wrapped{&docker.Backend{}}, containers},
+		{openhands.New(openhands.Options{}), containers},
+		{wrapped{openhands.New(openhands.Options{})}, containers},
 		{&kubernetes.Backend{}, kube},
 		{&kubernetes.NoArchive{}, kubeNoArchive},
 		{wrapped{&kubernetes.Backend{}}, kube},
