@@ -438,6 +438,14 @@ type NativeLifecycle interface {
 	Lifecycle(ctx context.Context, rt Runtime, opts LifecycleOptions) (Lifecycle, error)
 }
 
+// NativeExplainer says in words what a provider's own settings are and
+// what reclaimer can do with them (server-wide only, fixed at creation,
+// written into a field): native plan shows it on each of its runtimes, and
+// as the reason a drift is only reported.
+type NativeExplainer interface {
+	NativeExplanation() string
+}
+
 // Wrapper is implemented by decorators so As can see through them.
 type Wrapper interface {
 	Unwrap() Backend
@@ -513,6 +521,14 @@ func RestoreTarget(to, original string) string {
 		return original
 	}
 	return filepath.Join(to, filepath.Base(original))
+}
+
+// ManualRestore is what a Restorer's error carries when the backend does
+// not bring the runtime back itself (reclaimer creates no Modal sandbox):
+// the command a person runs to start one from the archive.
+type ManualRestore interface {
+	error
+	RestoreCommand() string
 }
 
 // Restorer brings an archived runtime back from its archive.
@@ -607,6 +623,16 @@ type ExportAbandoner interface {
 // Cheap: no walk, no provider call.
 type Discloser interface {
 	NotKept(rt Runtime, opts ExportOptions) []string
+}
+
+// IdleLosesFiles is a backend that cannot suspend a runtime and whose
+// provider, left to itself, idles a runtime by discarding its files
+// (Cloudflare: a sleeping sandbox loses its whole disk). For such a
+// backend idle reclaiming is an archive (verified by reading it back) and
+// then a delete, with notice, instead of a suspend. The method says why,
+// for plans.
+type IdleLosesFiles interface {
+	IdleLosesFiles() string
 }
 
 // Rooted is a backend whose runtimes live in local folders below managed

@@ -453,6 +453,10 @@ var restoreCmd = spec{name: "restore", args: "ID", summary: "bring an archived r
 				if *asJSON {
 					return printJSON(c.env.Stdout, r)
 				}
+				if r.Command != "" {
+					fmt.Fprintf(c.env.Stdout, "%s/%s is not restored by reclaimer; start it from archive %s with:\n  %s\n", r.Backend, r.ID, r.ArchiveID, r.Command)
+					return nil
+				}
 				fmt.Fprintf(c.env.Stdout, "restored %s/%s from archive %s into %s\n", r.Backend, r.ID, r.ArchiveID, r.Path)
 				return nil
 			})

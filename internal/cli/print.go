@@ -136,7 +136,7 @@ func printApplied(w io.Writer, a *views.Applied) {
 func printRuntimes(w io.Writer, list []views.Runtime, wide bool, now time.Time) error {
 	tw := newTable(w)
 	if wide {
-		fmt.Fprintln(tw, "ID\tBACKEND\tSOURCE\tSTATE\tLAST ACTIVE\tFROM\tSIZE\tUNSAVED\tPROTECTED\tLEASE UNTIL\tRETENTION\tSCHEDULED\tARCHIVE\tPATH")
+		fmt.Fprintln(tw, "ID\tBACKEND\tSOURCE\tSTATE\tLAST ACTIVE\tFROM\tSIZE\tUNSAVED\tPROTECTED\tLEASE UNTIL\tRETENTION\tIDLE SUSPEND\tSCHEDULED\tARCHIVE\tPATH")
 	} else {
 		fmt.Fprintln(tw, "ID\tBACKEND\tSTATE\tLAST ACTIVE\tSIZE\tUNSAVED\tPROTECTED\tSCHEDULED")
 	}
@@ -180,11 +180,25 @@ func printRuntimes(w io.Writer, list []views.Runtime, wide bool, now time.Time) 
 		if source == "" {
 			source = r.Source
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, cell(source, 0), state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, cell(source, 0), state,
 			ago(r.LastActivity, now), cell(r.LastActivityFrom, 0), sizeText(r.SizeBytes), cell(unsavedText(r), 0), cell(protected, 0),
-			cell(lease, 0), retention, cell(sched, 0), cell(r.ArchiveID, 0), cell(r.Path, 0))
+			cell(lease, 0), retention, cell(r.IdleSuspend, 0), cell(sched, 0), cell(r.ArchiveID, 0), cell(r.Path, 0))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		// The narrow table has no room for it: say once per backend
+		// that idle suspend is not offered, where it is not.
+		said := map[string]bool{}
+		for _, r := range list {
+			if strings.HasPrefix(r.IdleSuspend, "not offered") && !said[r.Backend] {
+				said[r.Backend] = true
+				fmt.Fprintf(w, "note: idle suspend is %s\n", r.IdleSuspend)
+			}
+		}
+	}
+	return nil
 }
 
 // unsavedText is the wide listing's unsaved work, with what of it is

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/agentserver"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
@@ -93,6 +94,10 @@ type Options struct {
 	// DefaultSlowListing.
 	SlowListing time.Duration
 	Logger      *slog.Logger
+	// IdleClock reads the OpenHands agent-servers' idle clocks of running
+	// runtimes (Runtime.AgentServer, or the URL a host registered);
+	// default an agentserver.Clock on Now.
+	IdleClock *agentserver.Clock
 }
 
 // DefaultSlowListing is Options.SlowListing when unset.
@@ -154,6 +159,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.SlowListing <= 0 {
 		opts.SlowListing = DefaultSlowListing
+	}
+	if opts.IdleClock == nil {
+		opts.IdleClock = &agentserver.Clock{Now: opts.Now}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -37,6 +37,8 @@ type Seen struct {
 	Light bool
 	// unscanned: the /proc scan has not looked at it yet (DeferBusy).
 	unscanned bool
+	// clocked: its agent-server's idle clock was read (or it has none).
+	clocked bool
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -231,9 +233,45 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	if err := e.ObserveFully(ctx, full); err != nil {
 		return nil, err
 	}
+	e.readIdleClocks(ctx, w.Runtimes)
 
 	e.measureFilesystems(w)
 	return w, nil
+}
+
+// readIdleClocks moves the last activity of every fully observed, running
+// runtime whose OpenHands agent-server is known (the backend's
+// Runtime.AgentServer, else the agent_server_url a host registered) to
+// what that server's idle clock says, when newer. Reading it is not
+// activity (nothing is recorded as reported) and a runtime that is not
+// running is never contacted; a clock that cannot be read makes the
+// runtime busy for the pass (fail closed).
+func (e *Engine) readIdleClocks(ctx context.Context, seen []*Seen) {
+	var batch []backend.Runtime
+	var from []*Seen
+	for _, s := range seen {
+		if s.clocked || s.Light {
+			continue
+		}
+		s.clocked = true
+		if s.Runtime.AgentServer == nil && s.Record.AgentServerURL != "" {
+			s.Runtime.AgentServer = &backend.AgentServer{URL: s.Record.AgentServerURL}
+		}
+		if s.Runtime.AgentServer == nil || s.Runtime.State != backend.StateRunning {
+			continue
+		}
+		batch = append(batch, *s.Runtime)
+		from = append(from, s)
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if err := e.opts.IdleClock.Refine(ctx, batch); err != nil {
+		e.log.Warn("agent-server idle clocks", "err", err)
+	}
+	for i, s := range from {
+		s.Runtime.LastActivity, s.Runtime.Busy = batch[i].LastActivity, batch[i].Busy
+	}
 }
 
 // list lists every source (those of opts.Only when set), bounded in
@@ -760,9 +798,10 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 				if rt.Pinned == "" {
 					rt.Pinned = s.Runtime.Pinned
 				}
-				s.Runtime, s.Light = &rt, false
+				s.Runtime, s.Light, s.clocked = &rt, false, false
 			}
 		}
 	}
+	e.readIdleClocks(ctx, seen)
 	return nil
 }

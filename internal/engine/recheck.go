@@ -101,10 +101,10 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 }
 
 func retentionExtended(s *Seen, now time.Time) bool {
-	ret := s.Source.Settings.Retention
-	if s.Record.RetentionOverride != nil {
-		ret = *s.Record.RetentionOverride
-	}
+	c := policy.Candidate{Runtime: s.Runtime, Record: s.PolicyRecord(), Settings: s.Source.Settings}
+	_, c.Can.Suspend = backend.As[backend.Suspender](s.Source.Backend)
+	_, c.Can.IdleArchive = backend.As[backend.IdleLosesFiles](s.Source.Backend)
+	ret, _ := policy.ArchiveAfter(&c)
 	last := s.LastActive()
 	return ret <= 0 || last.IsZero() || now.Sub(last) <= ret
 }

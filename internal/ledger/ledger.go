@@ -104,6 +104,10 @@ type RuntimeRecord struct {
 	// one holds it. With RegisteredAt it tells since when a runtime of a
 	// registered_only source has been an orphan.
 	ReleasedAt time.Time
+	// AgentServerURL is the runtime's OpenHands agent-server, as a host
+	// registered it (POST /v1/runtimes agent_server_url): its idle clock
+	// gives the runtime's last activity while it runs. Empty: none known.
+	AgentServerURL string
 }
 
 // Validate rejects a record with an invalid key or a time a store cannot

@@ -389,11 +389,13 @@ type Reason = views.Reason
 
 // Registration defines model for Registration.
 type Registration struct {
-	Backend       string            `json:"backend"`
-	Conversations []string          `json:"conversations,omitempty,omitzero"`
-	Home          string            `json:"home,omitempty,omitzero"`
-	Id            string            `json:"id"`
-	Labels        map[string]string `json:"labels,omitempty,omitzero"`
+	// AgentServerUrl the runtime's OpenHands agent-server (http or https, no credentials): while the runtime runs, each pass reads its idle clock (GET /server_info idle_time) as the runtime's last activity. Reading it is not activity and never wakes anything; a runtime that is not running is not contacted.
+	AgentServerUrl string            `json:"agent_server_url,omitempty,omitzero"`
+	Backend        string            `json:"backend"`
+	Conversations  []string          `json:"conversations,omitempty,omitzero"`
+	Home           string            `json:"home,omitempty,omitzero"`
+	Id             string            `json:"id"`
+	Labels         map[string]string `json:"labels,omitempty,omitzero"`
 
 	// Source the source's name
 	Source     string   `json:"source,omitempty,omitzero"`

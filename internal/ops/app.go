@@ -170,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 
 // build makes the sources and engine of cfg.
 func (a *App) build(cfg *config.Config) (*setup, error) {
-	srcs, err := sources.Build(cfg)
+	srcs, err := sources.BuildWith(cfg, sources.Options{Registered: a.registered})
 	if err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
@@ -191,6 +191,7 @@ func (a *App) build(cfg *config.Config) (*setup, error) {
 		ArchiveDir: cfg.Archive.Dir, Sink: catalog.NewSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
 		ExcludeHome: !cfg.Archive.HomeIncluded(), Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
 	if err != nil {
+		sources.Close(srcs)
 		return nil, err
 	}
 	return &setup{cfg: cfg, sources: eng.Sources(), engine: eng}, nil
@@ -217,10 +218,34 @@ func (a *App) Reload(ctx context.Context, cfg *config.Config) error {
 	a.stateMu.Lock()
 	a.world, a.lastDry = nil, nil // what they showed is of the old sources
 	a.stateMu.Unlock()
-	if err := old.engine.Close(); err != nil {
-		a.log.Warn("close the old engine", "err", err)
+	if err := old.close(); err != nil {
+		a.log.Warn("close the old engine and sources", "err", err)
 	}
 	return nil
+}
+
+// close ends a setup: the engine's trash purgers, and what the sources'
+// backends hold (watch caches, connections).
+func (s *setup) close() error {
+	return errors.Join(s.engine.Close(), sources.Close(s.sources))
+}
+
+// registered lists the runtimes hosts registered for a source and that
+// are still there (not archived or deleted): the runtimes of a backend
+// that has no listing of its own (cloudflare).
+func (a *App) registered(ctx context.Context, source, backendName string) ([]string, error) {
+	recs, err := a.store.ListRuntimes(ctx, ledger.RuntimeFilter{Source: source, Backend: backendName})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range recs {
+		if r.RegisteredAt.IsZero() || r.State == string(backend.StateArchived) || r.State == string(backend.StateDeleted) {
+			continue
+		}
+		out = append(out, r.Key.ID)
+	}
+	return out, nil
 }
 
 // now is the App's clock, in UTC.
@@ -247,7 +272,7 @@ func (a *App) Store() ledger.Store { return a.store }
 // Close closes the engine (the trash purgers stop; what is left is purged
 // at the next start) and the ledger the App opened.
 func (a *App) Close() error {
-	err := errors.Join(a.setupNow().engine.Close(), a.closeStore())
+	err := errors.Join(a.setupNow().close(), a.closeStore())
 	if a.cleanup != nil {
 		err = errors.Join(err, a.cleanup())
 	}

@@ -164,6 +164,15 @@ func (a *App) Restore(ctx context.Context, req RestoreRequest) (*views.Restored,
 	}
 	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: ar.Location, Formats: ar.Formats, Manifest: ar.Manifest,
 		To: req.To, Sink: store, Staging: staging})
+	var manual backend.ManualRestore
+	if errors.As(err, &manual) && manual.RestoreCommand() != "" {
+		// Nothing was restored: the answer is how to do it.
+		if jerr := a.store.RecordOutcome(context.WithoutCancel(ctx), entry, ledger.Outcome{Result: ledger.ResultSkipped,
+			Reason: "not restored here: its backend does not bring it back; start it with: " + manual.RestoreCommand(), At: a.now()}); jerr != nil {
+			return nil, fmt.Errorf("restore %s: journal: %w", k, jerr)
+		}
+		return &views.Restored{ID: k.ID, Backend: k.Backend, Source: k.Source, ArchiveID: ar.ID, Command: manual.RestoreCommand()}, nil
+	}
 	ended := ledger.Outcome{Result: ledger.ResultDone, Reason: "restored into " + path, At: a.now()}
 	if err != nil {
 		ended.Result, ended.Reason = ledger.ResultFailed, err.Error()

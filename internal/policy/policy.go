@@ -84,6 +84,11 @@ type Record struct {
 // Capabilities are the roles a runtime's backend has.
 type Capabilities struct {
 	Suspend, Delete, Export, Files bool
+	// IdleArchive: the backend cannot suspend and its provider idles a
+	// runtime by discarding its files (backend.IdleLosesFiles): idle
+	// reclaiming archives and then deletes, with notice, even a running
+	// runtime (what it holds would otherwise be lost when it sleeps).
+	IdleArchive bool
 }
 
 // Candidate is one runtime with everything the policies need.
@@ -522,17 +527,39 @@ func effectiveRetention(c *Candidate) time.Duration {
 	return c.Settings.Retention
 }
 
+// IdleArchives tells whether idle reclaiming archives then deletes c
+// instead of suspending it (Capabilities.IdleArchive, with idle_suspend
+// set).
+func IdleArchives(c *Candidate) bool {
+	return c.Can.IdleArchive && !c.Can.Suspend && c.Settings.IdleSuspend > 0
+}
+
+// ArchiveAfter is how long c must be inactive before it is archived, and
+// the rule that says so: its retention, or idle_suspend where idling loses
+// the files (IdleArchives), whichever is shorter; 0 when neither applies.
+func ArchiveAfter(c *Candidate) (time.Duration, Code) {
+	ret := effectiveRetention(c)
+	if IdleArchives(c) && (ret <= 0 || c.Settings.IdleSuspend < ret) {
+		return c.Settings.IdleSuspend, RuleIdleArchive
+	}
+	return ret, RuleRetention
+}
+
 // retention announces, cancels or carries out the archive of an inactive
-// runtime.
+// runtime (and, where idling loses the files, of an idle one: ArchiveAfter).
 func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool, tr *tracer) {
 	k := c.Runtime.Key
-	ret := effectiveRetention(c)
+	ret, rule := ArchiveAfter(c)
 	last := c.LastActive()
 	scheduled := c.Record.Scheduled == backend.StepArchive
 	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
+	if rule == RuleIdleArchive && why.Code == Running {
+		// Running is the point: what it holds goes when it sleeps.
+		why = Reason{}
+	}
 	cancel := func(r Reason) {
 		out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, r))
-		tr.add(k, RuleRetention, backend.StepArchive, Cancels, r, time.Time{})
+		tr.add(k, rule, backend.StepArchive, Cancels, r, time.Time{})
 	}
 
 	if scheduled {
@@ -552,29 +579,33 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 	if !inactive {
 		if tr.on(k) && ret > 0 {
 			if last.IsZero() {
-				tr.add(k, RuleRetention, backend.StepArchive, Not, because(NoActivity, "no activity known"), time.Time{})
+				tr.add(k, rule, backend.StepArchive, Not, because(NoActivity, "no activity known"), time.Time{})
 			} else {
 				// Announced once over the retention, archived a grace later.
 				at := last.Add(ret)
-				tr.add(k, RuleRetention, backend.StepArchive, Not, tooRecent(at.Sub(now), "inactive", now.Sub(last), "retention", ret), at.Add(c.Settings.Grace))
+				tr.add(k, rule, backend.StepArchive, Not, tooRecent(at.Sub(now), "inactive", now.Sub(last), string(rule), ret), at.Add(c.Settings.Grace))
 			}
 		}
 		return
 	}
 	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
+	if rule == RuleIdleArchive {
+		reason = because(RuleIdleArchive, fmt.Sprintf("idle %s, over idle_suspend %s; its backend cannot suspend and idling loses its files: archived, then deleted",
+			human(now.Sub(last)), human(ret)))
+	}
 	if !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
-		tr.blocked(k, RuleRetention, backend.StepArchive, why, c, now.Add(c.Settings.Grace))
+		tr.blocked(k, rule, backend.StepArchive, why, c, now.Add(c.Settings.Grace))
 		return
 	}
 	if why := cannotRemove(c); !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
-		tr.add(k, RuleRetention, backend.StepArchive, Not, why, time.Time{})
+		tr.add(k, rule, backend.StepArchive, Not, why, time.Time{})
 		return
 	}
 	if !scheduled {
 		out.Schedule = append(out.Schedule, notice(k, backend.StepArchive, now.Add(c.Settings.Grace), reason))
-		tr.add(k, RuleRetention, backend.StepArchive, Announces, reason, now.Add(c.Settings.Grace))
+		tr.add(k, rule, backend.StepArchive, Announces, reason, now.Add(c.Settings.Grace))
 		return
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
@@ -583,14 +614,14 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 		if g := c.Record.ScheduledAt.Add(c.Settings.Grace); g.After(due) {
 			due = g
 		}
-		tr.add(k, RuleRetention, backend.StepArchive, Due, reason, due)
+		tr.add(k, rule, backend.StepArchive, Due, reason, due)
 		return
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem, Code: RuleRetention})
+		Filesystem: c.Filesystem, Code: reason.Code})
 	acted[k] = true
-	tr.add(k, RuleRetention, backend.StepArchive, Acts, reason, now)
+	tr.add(k, rule, backend.StepArchive, Acts, reason, now)
 }
 
 // IsOrphan tells whether c is an orphan: of a registered_only source, or

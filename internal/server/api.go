@@ -86,7 +86,8 @@ func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt, err := a.d.app.Register(r.Context(), ops.Registration{Backend: reg.Backend, Source: reg.Source, ID: reg.Id,
-		Home: reg.Home, Workspaces: reg.Workspaces, Labels: reg.Labels, Conversations: reg.Conversations})
+		Home: reg.Home, Workspaces: reg.Workspaces, Labels: reg.Labels, Conversations: reg.Conversations,
+		AgentServerURL: reg.AgentServerUrl})
 	answer(w, http.StatusOK, rt, err)
 }
 

@@ -17,6 +17,11 @@ var Kinds = []Kind{
 	E2B,
 	Daytona,
 	HTTP,
+	OpenHandsCloud,
+	Modal,
+	Cloudflare,
+	Kubernetes,
+	AgentSandbox,
 }
 
 // Kind is one kind of source: the TOML table (config.Kind: its name and

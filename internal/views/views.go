@@ -91,6 +91,11 @@ type Runtime struct {
 	Conversations []string `json:"conversations,omitempty"`
 	// CanResume is false once archived or deleted.
 	CanResume bool `json:"can_resume"`
+	// IdleSuspend is what idle reclaiming does to it, in words: the
+	// idle_suspend in force ("20m", "off"); "archive then delete after
+	// 30m" where its backend cannot suspend and idling loses the files;
+	// "not offered: ..." where its backend cannot suspend at all.
+	IdleSuspend string `json:"idle_suspend,omitempty"`
 }
 
 // Reason is a typed reason: its code and its words.
@@ -340,6 +345,11 @@ type Restored struct {
 	// Elsewhere: restored into another folder (--to): a new runtime as
 	// far as its source can tell; the archived record stays.
 	Elsewhere bool `json:"elsewhere"`
+	// Command, when set, is what brings it back where its backend does
+	// not restore by itself (Modal: the command that starts a sandbox from
+	// the archived image); nothing was restored, Path is empty and the
+	// record stays archived.
+	Command string `json:"command,omitempty"`
 }
 
 // Prune is archives prune: its plan, and unless a dry run what applying

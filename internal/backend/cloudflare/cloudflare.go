@@ -49,6 +49,13 @@ type Backend struct {
 	// Excludes are left out of persist unless the archive includes
 	// dependencies; nil means DefaultExcludes.
 	Excludes []string
+
+	// destroyed remembers when each sandbox was destroyed here, so that it
+	// is not listed again while its registration is still in the ledger
+	// (until the pass records the deletion); an instance started since
+	// (a host made it again) brings it back.
+	mu        sync.Mutex
+	destroyed map[string]time.Time
 }
 
 // Containers is the account-level Containers API.
@@ -210,10 +217,18 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 	}
 	out := make([]backend.Runtime, 0, len(names))
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, n := range names {
 		var in *instance
 		if i, ok := insts[n]; ok {
 			in = &i
+		}
+		if at, ok := b.destroyed[n]; ok {
+			if in == nil || !in.StartedAt.After(at) {
+				continue // destroyed here; the ledger has not caught up
+			}
+			delete(b.destroyed, n)
 		}
 		out = append(out, runtimeOf(n, in))
 	}
@@ -228,6 +243,12 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 	if _, err := b.Bridge.Do(ctx, remote.Request{Method: http.MethodDelete, Path: sandboxPath(rt.ID)}, nil); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("destroy cloudflare sandbox %s: %w", rt.ID, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.destroyed == nil {
+		b.destroyed = map[string]time.Time{}
+	}
+	b.destroyed[rt.ID] = time.Now()
 	return nil
 }
 
@@ -423,4 +444,13 @@ var (
 	_ backend.Deleter  = (*Backend)(nil)
 	_ backend.Exporter = (*Backend)(nil)
 	_ backend.Restorer = (*Backend)(nil)
+
+	_ backend.IdleLosesFiles = (*Backend)(nil)
 )
+
+// IdleLosesFiles says why idle reclaiming archives, then destroys, instead
+// of suspending: the bridge cannot make a sandbox sleep, and a sleeping
+// sandbox loses every file.
+func (b *Backend) IdleLosesFiles() string {
+	return "a sleeping Cloudflare sandbox loses every file: idle reclaiming archives it (persist, read back), then destroys it"
+}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -43,6 +44,11 @@ type Backend struct {
 	// deletion age, as configured there (zero: OpenHands' defaults;
 	// negative: off).
 	ServerIdlePause, ServerDelete time.Duration
+
+	// known holds the sandboxes the last listings found, so that reading
+	// the server-wide timers of one that went is ErrNotFound without a
+	// request.
+	known sync.Map // id → struct{}
 }
 
 // Name returns "openhands-cloud".
@@ -247,6 +253,15 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		seen[s.ID] = true
 		out = append(out, b.runtime(s, bySandbox[s.ID]))
 	}
+	b.known.Range(func(id, _ any) bool {
+		if !seen[id.(string)] {
+			b.known.Delete(id)
+		}
+		return true
+	})
+	for id := range seen {
+		b.known.Store(id, struct{}{})
+	}
 	return out, nil
 }
 
@@ -270,6 +285,13 @@ func (b *Backend) listIDs(ctx context.Context, ids []string) ([]backend.Runtime,
 			if b.inScope(*s, convs) {
 				out = append(out, b.runtime(*s, convs))
 			}
+		}
+	}
+	for _, id := range ids {
+		if slices.ContainsFunc(out, func(rt backend.Runtime) bool { return rt.ID == id }) {
+			b.known.Store(id, struct{}{})
+		} else {
+			b.known.Delete(id)
 		}
 	}
 	return out, nil
@@ -299,6 +321,7 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("delete openhands sandbox %s: %w", rt.ID, err)
 	}
+	b.known.Delete(rt.ID)
 	return nil
 }
 
@@ -348,7 +371,10 @@ func (b *Backend) deleteConversations(ctx context.Context, rt backend.Runtime) e
 // Lifecycle returns the server-wide idle pause and deletion age, as
 // configured: OpenHands has no per-sandbox setting to read or write, so it
 // makes no request and nothing can be changed (Can is empty).
-func (b *Backend) Lifecycle(_ context.Context, _ backend.Runtime, _ backend.LifecycleOptions) (backend.Lifecycle, error) {
+func (b *Backend) Lifecycle(_ context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
+	if _, ok := b.known.Load(rt.ID); !ok && opts.Current == nil {
+		return backend.Lifecycle{}, fmt.Errorf("openhands sandbox %s: not in the last listing: %w", rt.ID, backend.ErrNotFound)
+	}
 	return b.lifecycle(), nil
 }
 
@@ -375,3 +401,10 @@ var (
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// NativeExplanation: OpenHands' own lifecycle is server-wide.
+func (b *Backend) NativeExplanation() string {
+	return "server-wide only: OpenHands' idle pause (RUNTIME_IDLE_SECONDS) and deletion (RUNTIME_DEAD_SECONDS) are set on the server for every sandbox, not per sandbox; native sync changes nothing, the loop pauses and removes by the policy"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)
