@@ -114,10 +114,10 @@ func (v *validator) fleet() {
 func checkLedgerURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return errors.New(`not a URL: want "postgres://user@host:5432/db" or "postgres:///db?host=/run/postgresql"`)
+		return errors.New(`not a URL: want "postgres://host:5432/db?user=NAME" or "postgres:///db?host=/run/postgresql"`)
 	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return fmt.Errorf(`scheme %q: want "postgres://user@host:5432/db" or "postgres:///db?host=/run/postgresql"`, u.Scheme)
+		return fmt.Errorf(`scheme %q: want "postgres://host:5432/db?user=NAME" or "postgres:///db?host=/run/postgresql"`, u.Scheme)
 	}
 	if u.Host == "" && u.Query().Get("host") == "" {
 		return errors.New(`no host: give one ("postgres://host/db") or a socket folder ("postgres:///db?host=/run/postgresql")`)
