@@ -622,3 +622,12 @@ func CheckReported(b Backend, id string, folders []string) error {
 	}
 	return nil
 }
+
+// RemoteClock is a backend whose times (activity, creation) come from a
+// provider's clock, not this host's: the engine does not take them as they
+// are (rules for remote providers, docs/backends.md: a time in the future
+// is clamped to now and reported).
+type RemoteClock interface {
+	// ProviderClock names the provider whose clock the times are on.
+	ProviderClock() string
+}

@@ -197,6 +197,16 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 		for j := range r.runtimes {
 			rt := &r.runtimes[j]
 			rt.Key.Source = src.Name
+			if why := unusable(rt); why != "" {
+				// One source's bad data is that source's problem (rules for
+				// remote providers): the item is skipped and reported, and
+				// the ledger, which would refuse its key for the whole
+				// batch, never sees it.
+				w.Problems = append(w.Problems, plan.Problem{Code: plan.BadItem, Source: src.Name, Label: src.Label,
+					Backend: rt.Backend, Runtime: rt.ID, Message: "skipped a listed item: " + why})
+				continue
+			}
+			clampTimes(w, src, rt)
 			if _, dup := byKey[rt.Key]; dup {
 				continue // a backend listing one runtime twice: the first counts
 			}
@@ -225,7 +235,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 			full = append(full, s)
 		}
 	}
-	if err := e.ObserveFully(ctx, full); err != nil {
+	if err := e.ObserveFully(ctx, w, full); err != nil {
 		return nil, err
 	}
 
@@ -711,8 +721,12 @@ func (e *Engine) attachRecord(ctx context.Context, s *Seen, now time.Time) error
 
 // ObserveFully replaces lightly observed runtimes of seen with full
 // observations (activity, fingerprint, unsaved work), asking each backend
-// for just those runtimes.
-func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
+// for just those runtimes. A source whose narrowed read fails (a 503 on
+// GET /runtimes/r1) is that source's problem, not the pass's: its
+// runtimes that could not be re-read are reported (source_partial) and
+// marked busy for this pass, so nothing acts on what was not read, and
+// every other runtime goes on. It fails only when ctx ends.
+func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error {
 	bySource := map[*Source][]*Seen{}
 	for _, s := range seen {
 		if s.Light {
@@ -726,13 +740,28 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 		}
 		l, _ := backend.As[backend.Lister](src.Backend)
 		rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		var warnings backend.Warnings
 		if err != nil && !errors.As(err, &warnings) {
-			return fmt.Errorf("observe %s: %w", src.Label, err)
+			w.Problems = append(w.Problems, plan.Problem{Code: plan.SourcePartial, Source: src.Name, Label: src.Label,
+				Message: fmt.Sprintf("re-reading %d of its runtimes (%s) failed: %v; they are left alone in this pass",
+					len(list), sampleIDs(ids), err)})
+			for _, s := range list {
+				rt := *s.Runtime
+				rt.Busy = Unread + err.Error()
+				s.Runtime = &rt
+			}
+			continue
 		}
 		got := map[string]backend.Runtime{}
 		for _, rt := range rts {
 			rt.Key.Source = src.Name
+			if unusable(&rt) != "" {
+				continue
+			}
+			clampTimes(w, src, &rt)
 			got[rt.ID] = rt
 		}
 		for _, s := range list {
@@ -741,9 +770,74 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 				if rt.Pinned == "" {
 					rt.Pinned = s.Runtime.Pinned
 				}
+				if rt.Native == nil {
+					rt.Native = s.Runtime.Native
+				}
 				s.Runtime, s.Light = &rt, false
 			}
 		}
 	}
 	return nil
+}
+
+// Unread starts the Busy of a runtime whose narrowed re-read failed:
+// what cannot be read counts as busy, and Plan drops its actions.
+const Unread = "could not be re-read from its provider: "
+
+func sampleIDs(ids []string) string {
+	if len(ids) > 3 {
+		return strings.Join(ids[:3], ", ") + ", ..."
+	}
+	return strings.Join(ids, ", ")
+}
+
+// unusable says why a listed item cannot be a runtime ("" when it can):
+// its key is invalid (no id, a NUL byte), or its id is not one path
+// segment ("." or ".."), which no provider request may carry.
+func unusable(rt *backend.Runtime) string {
+	if err := rt.Key.Validate(); err != nil {
+		return err.Error()
+	}
+	if rt.ID == "." || rt.ID == ".." {
+		return fmt.Sprintf("id %q is not a usable runtime id", rt.ID)
+	}
+	return ""
+}
+
+// ClockSlack is how far ahead of ours a provider's clock may be before a
+// time it reports is taken as wrong: clocks a little apart are normal.
+const ClockSlack = 5 * time.Minute
+
+// clampTimes enforces the rule "a provider's clock is not ours" (rules for
+// remote providers): an activity or creation time in the future would
+// exempt a runtime from idle suspend and the lifetime cap (a last activity
+// in 2100), so it is clamped to now; an activity before the creation is
+// raised to the creation. Either is reported (provider_clock), so the plan
+// says that this runtime's activity came from a clock that disagrees with
+// ours.
+func clampTimes(w *World, src *Source, rt *backend.Runtime) {
+	if _, remote := backend.As[backend.RemoteClock](src.Backend); !remote {
+		return // this host's own clock
+	}
+	var said []string
+	limit := w.Now.Add(ClockSlack)
+	if rt.LastActivity.After(limit) {
+		said = append(said, fmt.Sprintf("last activity %s is in the future", rt.LastActivity.UTC().Format(time.RFC3339)))
+		rt.LastActivity = w.Now
+	}
+	if rt.CreatedAt.After(limit) {
+		said = append(said, fmt.Sprintf("creation %s is in the future", rt.CreatedAt.UTC().Format(time.RFC3339)))
+		rt.CreatedAt = w.Now
+	}
+	if !rt.LastActivity.IsZero() && !rt.CreatedAt.IsZero() && rt.LastActivity.Before(rt.CreatedAt.Add(-ClockSlack)) {
+		said = append(said, fmt.Sprintf("last activity %s is before its creation %s",
+			rt.LastActivity.UTC().Format(time.RFC3339), rt.CreatedAt.UTC().Format(time.RFC3339)))
+		rt.LastActivity = rt.CreatedAt
+	}
+	if len(said) == 0 {
+		return
+	}
+	w.Problems = append(w.Problems, plan.Problem{Code: plan.ProviderClock, Source: src.Name, Label: src.Label,
+		Backend: rt.Backend, Runtime: rt.ID, Message: "the provider's clock disagrees with ours: " + strings.Join(said, "; ") +
+			" (as of " + w.Now.UTC().Format(time.RFC3339) + "); taken as " + rt.LastActivity.UTC().Format(time.RFC3339)})
 }

@@ -73,7 +73,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 			acted = append(acted, s)
 		}
 	}
-	if err := e.ObserveFully(ctx, acted); err != nil {
+	if err := e.ObserveFully(ctx, w, acted); err != nil {
 		return nil, nil, err
 	}
 	p := &plan.Plan{ID: plan.NewID(w.Now), CreatedAt: w.Now, Note: plan.Disclaimer,
@@ -92,6 +92,13 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	for _, a := range out.Actions {
 		s := w.Find(a.Key)
+		if strings.HasPrefix(s.Runtime.Busy, Unread) {
+			// Its provider failed the full read: nothing is done to what
+			// was not read (the source's problem says so).
+			p.Skipped = append(p.Skipped, plan.Skipped{Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Step: a.Step,
+				Code: policy.Busy, Reason: "busy: " + s.Runtime.Busy})
+			continue
+		}
 		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Step: a.Step, Paths: a.Paths,
 			Bytes: a.Bytes, Code: a.Code, Reason: a.Reason, Filesystem: a.Filesystem,
 			Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}

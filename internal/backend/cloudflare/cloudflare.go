@@ -427,3 +427,6 @@ var (
 	_ backend.Exporter = (*Backend)(nil)
 	_ backend.Restorer = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

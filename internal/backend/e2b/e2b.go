@@ -287,3 +287,6 @@ var (
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

@@ -343,3 +343,6 @@ var (
 	_ backend.Backend = (*Backend)(nil)
 	_ backend.Lister  = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,7 +131,11 @@ func (f *HTTPServer) handle(w http.ResponseWriter, r *http.Request, p map[string
 		f.list(w, r)
 		return
 	}
-	id := p["id"]
+	id, err := url.PathUnescape(p["id"]) // the route gives the segment as sent
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "bad id")
+		return
+	}
 	rt := f.runtimes[id]
 	if rt == nil {
 		if r.Method == http.MethodDelete {

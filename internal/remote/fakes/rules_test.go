@@ -1,0 +1,260 @@
+package fakes_test
+
+// The rules for remote providers (docs/backends.md), each tested against a
+// contract fake told to misbehave in that one way; the fakes' validation
+// of every request and of their own answers stays on.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/e2b"
+	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
+	"github.com/reclaimer/reclaimer/internal/backend/rundir"
+	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/ledger"
+	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
+	"github.com/reclaimer/reclaimer/internal/remote"
+	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+)
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	e2bKey    = "e2b_test_key_0123456789"
+	httpToken = "http-token-0123456789"
+)
+
+var sel = map[string]string{"pool": "agents"}
+
+// world is an E2B source, an http source and a local run folder source
+// on one engine.
+type world struct {
+	clock *fakes.Clock
+	e2b   *fakes.E2B
+	http  *fakes.HTTPServer
+	runs  string
+	eng   *engine.Engine
+	store ledger.Store
+}
+
+func newWorld(t *testing.T, set policy.Settings, ops ...string) *world {
+	t.Helper()
+	clock := fakes.NewClock(t0)
+	fe := fakes.NewE2B(t, e2bKey, clock.Now)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, ops...)
+	hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{
+		Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(t.TempDir(), "runs")
+	if err := os.MkdirAll(filepath.Join(runs, "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := t0.Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(runs, "old"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	eng, store := fakes.Engine(t, clock,
+		engine.Source{Name: "e2b[0]", Label: "[[e2b]] 0", Settings: set, Backend: &e2b.Backend{
+			Client: fakes.Client(t, fe.URL, remote.HeaderAuth("X-API-Key", remote.NewSecret(e2bKey))), Metadata: sel, Now: clock.Now}},
+		engine.Source{Name: "http[0]", Label: "[[http]] 0", Settings: set, Backend: hb},
+		engine.Source{Name: "dirs[0]", Label: "[[dirs]] 0", Settings: policy.Settings{Retention: 24 * time.Hour}, Backend: &rundir.Backend{Root: runs}},
+	)
+	return &world{clock, fe, fh, runs, eng, store}
+}
+
+func (w *world) plan(t *testing.T) (*plan.Plan, *engine.World) {
+	t.Helper()
+	p, wo, err := w.eng.Plan(context.Background(), engine.PlanOptions{})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p, wo
+}
+
+func problem(p *plan.Plan, code plan.ProblemCode) *plan.Problem {
+	for i := range p.Problems {
+		if p.Problems[i].Code == code {
+			return &p.Problems[i]
+		}
+	}
+	return nil
+}
+
+func hasAction(p *plan.Plan, id string, step backend.Step) bool {
+	return slices.ContainsFunc(p.Actions, func(a plan.Action) bool { return a.Runtime == id && a.Step == step })
+}
+
+func hasNotice(p *plan.Plan, id string, step backend.Step) bool {
+	return slices.ContainsFunc(p.Scheduled, func(n plan.Notice) bool { return n.Runtime == id && n.Step == step })
+}
+
+// Rule: one source's bad data is that source's problem. An E2B sandbox
+// listed without an id, and one whose id is "..", are skipped and
+// reported; the pass goes on for the other sandboxes, the http source
+// and the local run folders, and no request names "..".
+func TestItemWithoutIDIsThatSourcesProblem(t *testing.T) {
+	w := newWorld(t, policy.Settings{IdleSuspend: 30 * time.Minute}, "suspend", "delete")
+	w.e2b.Add(fakes.E2BSandbox{ID: "good", Metadata: sel, State: "running", StartedAt: t0.Add(-2 * time.Hour), EndAt: t0.Add(time.Hour), OnTimeout: "pause"})
+	w.http.Add(fakes.HTTPRuntime{ID: "h1", State: "running", LastActivity: t0.Add(-2 * time.Hour), Labels: sel})
+	w.e2b.Misbehave("GET /v2/sandboxes", fakes.EditJSON(func(doc any) any {
+		list := doc.([]any)
+		for _, id := range []string{"", ".."} {
+			bad := map[string]any{}
+			for k, v := range list[0].(map[string]any) {
+				bad[k] = v
+			}
+			bad["sandboxID"] = id
+			list = append(list, bad)
+		}
+		return list
+	}))
+	p, wo := w.plan(t)
+	var bad []string
+	for _, pr := range p.Problems {
+		if pr.Code == plan.BadItem && pr.Source == "e2b[0]" {
+			bad = append(bad, pr.Runtime)
+		}
+	}
+	if !slices.Equal(bad, []string{"", ".."}) {
+		t.Errorf("bad items reported: %q, want the empty id and \"..\"; problems %+v", bad, p.Problems)
+	}
+	for _, id := range []string{"good", "h1"} {
+		if !hasAction(p, id, backend.StepSuspend) {
+			t.Errorf("%s: no suspend planned; plan %+v", id, p.Actions)
+		}
+	}
+	if !hasNotice(p, "old", backend.StepArchive) {
+		t.Errorf("the local run folder was not announced: %+v", p.Scheduled)
+	}
+	res, err := w.eng.Apply(context.Background(), p, engine.ApplyOptions{World: wo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := w.e2b.Get("good"); s.State != "paused" {
+		t.Errorf("good is %s, want paused (results %+v)", s.State, res.Results)
+	}
+	if r, _ := w.http.Get("h1"); r.State != "suspended" {
+		t.Errorf("h1 is %s, want suspended", r.State)
+	}
+	if _, err := w.store.Runtime(context.Background(), ledger.Key{Source: "e2b[0]", Backend: "e2b", ID: ".."}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("the ledger recorded \"..\": %v", err)
+	}
+}
+
+// Rule: a 503 on a narrowed read is that source's problem. A runtime with
+// its own retention is re-read alone (GET /runtimes/{id}); its server
+// failing that read leaves it alone in this pass, reported, while every
+// other source is planned.
+func TestNarrowedReadFailureIsThatSourcesProblem(t *testing.T) {
+	// No policy of the remote sources reads activity: they are listed
+	// lightly, and r1 alone is re-read for its own retention.
+	w := newWorld(t, policy.Settings{Grace: time.Hour}, "suspend", "delete")
+	w.http.Add(fakes.HTTPRuntime{ID: "r1", State: "suspended", LastActivity: t0.Add(-10 * 24 * time.Hour), Labels: sel})
+	w.plan(t) // the ledger learns r1
+	d := time.Hour
+	if _, err := w.store.Update(context.Background(), ledger.Key{Source: "http[0]", Backend: "http", ID: "r1"}, func(r *ledger.RuntimeRecord) error {
+		r.RetentionOverride = &d
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.http.FailOp("GET /runtimes/{id}", http.StatusServiceUnavailable, 100)
+	p, _ := w.plan(t)
+	pr := problem(p, plan.SourcePartial)
+	if pr == nil || pr.Source != "http[0]" || !strings.Contains(pr.Message, "r1") {
+		t.Fatalf("no source_partial problem for the http source: %+v", p.Problems)
+	}
+	if hasNotice(p, "r1", backend.StepArchive) || hasAction(p, "r1", backend.StepArchive) || hasAction(p, "r1", backend.StepDelete) {
+		t.Errorf("r1 was planned although it could not be read: %+v %+v", p.Actions, p.Scheduled)
+	}
+	if !hasNotice(p, "old", backend.StepArchive) {
+		t.Errorf("the other sources were not planned: %+v %+v", p.Actions, p.Scheduled)
+	}
+}
+
+// Rule: an id is one path segment, or it is refused. "." and ".."
+// (escaped or not) are never sent; a "/" inside an id is escaped and
+// reaches the provider as one segment.
+func TestIDsAreOnePathSegment(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, "suspend", "delete")
+	c := fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken)))
+	for _, path := range []string{"/runtimes/../suspend", "/runtimes/./suspend", "/runtimes/%2E%2E/suspend", "/runtimes/%2e/suspend", "/runtimes//suspend"} {
+		_, err := c.Do(context.Background(), remote.Request{Method: http.MethodPost, Path: path}, nil)
+		if !errors.Is(err, remote.ErrBadID) || !errors.Is(err, backend.ErrProtected) {
+			t.Errorf("%s: %v, want refused", path, err)
+		}
+	}
+	if n := fh.Total(); n != 0 {
+		t.Errorf("%d requests reached the provider", n)
+	}
+	b := &httpbackend.Backend{Client: c, Labels: sel}
+	hb := httpbackend.With(b, map[string]bool{"suspend": true, "delete": true})
+	fh.Add(fakes.HTTPRuntime{ID: "a/b", State: "running", Labels: sel})
+	fh.Add(fakes.HTTPRuntime{ID: "a", State: "running", Labels: sel})
+	s, _ := backend.As[backend.Suspender](hb)
+	if err := s.Suspend(context.Background(), backend.Runtime{Key: backend.Key{Backend: "http", ID: "a/b"}}, backend.SuspendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := fh.Get("a/b"); r.State != "suspended" {
+		t.Errorf("a/b is %s", r.State)
+	}
+	if r, _ := fh.Get("a"); r.State != "running" {
+		t.Errorf("a is %s: the id's slash was not escaped", r.State)
+	}
+	for _, id := range []string{".", ".."} {
+		err := s.Suspend(context.Background(), backend.Runtime{Key: backend.Key{Backend: "http", ID: id}}, backend.SuspendOptions{})
+		if !errors.Is(err, remote.ErrBadID) {
+			t.Errorf("suspend %q: %v", id, err)
+		}
+	}
+}
+
+// Rule: a provider's clock is not ours. A last activity in 2100 is
+// clamped to now and reported, so it exempts nothing; an activity in 1970
+// on a sandbox created this year is raised to its creation, and said.
+func TestProviderTimesInTheFutureAreClamped(t *testing.T) {
+	w := newWorld(t, policy.Settings{IdleSuspend: 30 * time.Minute}, "suspend", "delete")
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.http.Add(fakes.HTTPRuntime{ID: "ahead", State: "running", LastActivity: future, CreatedAt: future, Labels: sel})
+	w.http.Add(fakes.HTTPRuntime{ID: "behind", State: "running", LastActivity: time.Unix(0, 0), CreatedAt: t0.Add(-2 * time.Hour), Labels: sel})
+	p, wo := w.plan(t)
+	said := map[string]string{}
+	for _, pr := range p.Problems {
+		if pr.Code == plan.ProviderClock {
+			said[pr.Runtime] = pr.Message
+		}
+	}
+	if !strings.Contains(said["ahead"], "in the future") || !strings.Contains(said["behind"], "before its creation") {
+		t.Errorf("provider clock problems: %q", said)
+	}
+	for _, s := range wo.Runtimes {
+		if s.Runtime.Backend != "http" {
+			continue
+		}
+		if s.Runtime.LastActivity.After(t0.Add(engine.ClockSlack)) || s.Runtime.CreatedAt.After(t0.Add(engine.ClockSlack)) {
+			t.Errorf("%s keeps a time in the future: %v %v", s.Runtime.ID, s.Runtime.LastActivity, s.Runtime.CreatedAt)
+		}
+		if s.Runtime.ID == "behind" && !s.Runtime.LastActivity.Equal(t0.Add(-2*time.Hour)) {
+			t.Errorf("behind: last activity %v, want its creation", s.Runtime.LastActivity)
+		}
+	}
+	// Taken from its creation, behind is idle 2h: suspended, not 20,000 days idle.
+	for _, a := range p.Actions {
+		if a.Runtime == "behind" && !strings.Contains(a.Reason, "idle 2h") {
+			t.Errorf("behind: %s", a.Reason)
+		}
+	}
+}
