@@ -388,7 +388,34 @@ type Lifecycle struct {
 	// TimerDeadline and TimerTouch. Set on reads; ignored on writes. Empty: the settings
 	// can only be read (fixed at creation).
 	Can []string `json:"can,omitempty"`
+	// Unknown names the settings the provider did not report (an optional
+	// field missing from its answer, a read back that failed): unknown,
+	// never taken as off (rules for remote providers, docs/backends.md).
+	// Their zero value above means nothing. A write sends them whatever
+	// the value seems to be.
+	Unknown []string `json:"unknown,omitempty"`
 }
+
+// IsUnknown tells whether the provider did not report setting name.
+func (l Lifecycle) IsUnknown(name string) bool {
+	for _, u := range l.Unknown {
+		if u == name {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteOnSuspend tells whether suspending a runtime with these timers
+// makes its provider delete it within grace (or at once, or when the
+// provider did not say): a suspend whose provider-side consequence is a
+// deletion (rules for remote providers: no deletion we did not announce).
+func (l Lifecycle) DeleteOnSuspend(grace time.Duration) bool {
+	return l.IsUnknown(TimerDelete) || l.Delete == Immediately || (l.Delete > 0 && l.Delete < grace)
+}
+
+// Timers names every delay and the deadline, in the order they are shown.
+var Timers = []string{TimerIdleSuspend, TimerIdlePause, TimerArchive, TimerDelete, TimerDeadline}
 
 // Immediately is a Lifecycle delay that acts at once (Daytona's
 // auto-delete interval 0: delete upon stopping).
@@ -517,12 +544,13 @@ type lifecycleJSON struct {
 	Deadline     time.Time `json:"deadline,omitzero"`
 	DeadlineStep Step      `json:"deadline_step,omitempty"`
 	Can          []string  `json:"can,omitempty"`
+	Unknown      []string  `json:"unknown,omitempty"`
 }
 
 // MarshalJSON writes the delays as duration strings.
 func (l Lifecycle) MarshalJSON() ([]byte, error) {
 	return json.Marshal(lifecycleJSON{IdleSuspend: delayText(l.IdleSuspend), IdlePause: delayText(l.IdlePause),
-		Archive: delayText(l.Archive), Delete: delayText(l.Delete), Deadline: l.Deadline, DeadlineStep: l.DeadlineStep, Can: l.Can})
+		Archive: delayText(l.Archive), Delete: delayText(l.Delete), Deadline: l.Deadline, DeadlineStep: l.DeadlineStep, Can: l.Can, Unknown: l.Unknown})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -544,7 +572,7 @@ func (l *Lifecycle) UnmarshalJSON(data []byte) error {
 		return d
 	}
 	*l = Lifecycle{IdleSuspend: parse(j.IdleSuspend), IdlePause: parse(j.IdlePause), Archive: parse(j.Archive),
-		Delete: parse(j.Delete), Deadline: j.Deadline, DeadlineStep: j.DeadlineStep, Can: j.Can}
+		Delete: parse(j.Delete), Deadline: j.Deadline, DeadlineStep: j.DeadlineStep, Can: j.Can, Unknown: j.Unknown}
 	return err
 }
 

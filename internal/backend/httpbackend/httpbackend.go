@@ -247,16 +247,26 @@ func seconds(p *int64) time.Duration {
 	return time.Duration(*p) * time.Second
 }
 
+// lifecycle reads a timers document. A timer the server leaves out is
+// unknown, not off; a deadline without deadline_action is taken as one
+// that deletes (unknown is delete: it is reported and only ever extended,
+// never shortened). Both are rules for remote providers.
 func (d lifecycleDoc) lifecycle(write, touch bool) backend.Lifecycle {
 	l := backend.Lifecycle{IdleSuspend: seconds(d.IdleSuspend), Archive: seconds(d.Archive), Delete: seconds(d.Delete)}
+	for name, p := range map[string]*int64{backend.TimerIdleSuspend: d.IdleSuspend, backend.TimerArchive: d.Archive, backend.TimerDelete: d.Delete} {
+		if p == nil {
+			l.Unknown = append(l.Unknown, name)
+		}
+	}
+	slices.Sort(l.Unknown)
 	if d.Delete != nil && *d.Delete == -1 {
 		l.Delete = backend.Immediately
 	}
 	if d.Deadline != nil {
 		l.Deadline = d.Deadline.UTC()
-		l.DeadlineStep = backend.StepSuspend
-		if d.DeadlineAction == "delete" {
-			l.DeadlineStep = backend.StepDelete
+		l.DeadlineStep = backend.StepDelete
+		if d.DeadlineAction == "suspend" {
+			l.DeadlineStep = backend.StepSuspend
 		}
 	}
 	if write {
@@ -312,13 +322,15 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	}
 	want, change, n := *opts.Set, lifecycleDoc{}, 0
 	can := func(t string) bool { return slices.Contains(cur.Can, t) }
-	if want.IdleSuspend != cur.IdleSuspend && can(backend.TimerIdleSuspend) {
+	// A timer the server did not report is written whatever it seems.
+	differs := func(name string, a, b time.Duration) bool { return (a != b || cur.IsUnknown(name)) && can(name) }
+	if differs(backend.TimerIdleSuspend, want.IdleSuspend, cur.IdleSuspend) {
 		change.IdleSuspend, n = secondsOf(want.IdleSuspend), n+1
 	}
-	if want.Archive != cur.Archive && can(backend.TimerArchive) {
+	if differs(backend.TimerArchive, want.Archive, cur.Archive) {
 		change.Archive, n = secondsOf(want.Archive), n+1
 	}
-	if want.Delete != cur.Delete && can(backend.TimerDelete) {
+	if differs(backend.TimerDelete, want.Delete, cur.Delete) {
 		change.Delete, n = secondsOf(want.Delete), n+1
 	}
 	if !want.Deadline.IsZero() && !want.Deadline.Equal(cur.Deadline) && can(backend.TimerDeadline) {
@@ -334,7 +346,16 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	}
 	var got lifecycleDoc
 	if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPut, Path: runtimePath(rt.ID) + "/lifecycle", Body: change}, &got); err != nil {
-		return cur, fmt.Errorf("set timers of %s: %w", rt.ID, err)
+		werr := fmt.Errorf("set timers of %s: %w", rt.ID, err)
+		// Report what the server now says, not what was asked for: a
+		// write that failed may have half happened.
+		var back lifecycleDoc
+		if _, rerr := b.Client.Do(ctx, remote.Request{Method: http.MethodGet, Path: runtimePath(rt.ID) + "/lifecycle"}, &back); rerr != nil {
+			unknown := cur
+			unknown.Unknown = []string{backend.TimerArchive, backend.TimerDelete, backend.TimerIdleSuspend}
+			return unknown, errors.Join(werr, fmt.Errorf("read back: %w", rerr))
+		}
+		return back.lifecycle(ops[OpLifecycleWrite], ops[OpTouch]), werr
 	}
 	return got.lifecycle(ops[OpLifecycleWrite], ops[OpTouch]), nil
 }
