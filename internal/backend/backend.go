@@ -437,7 +437,9 @@ const (
 type LifecycleOptions struct {
 	// Set, when not nil, writes these settings: only those in the
 	// runtime's Can, and only those that differ from what the provider
-	// has; nil reads.
+	// has, or that the provider did not report (Current.Unknown) and Set
+	// has a value for (Set.Unknown lists those it has none for, which
+	// stay as they are); nil reads.
 	Set *Lifecycle
 	// Touch records activity with the provider now, so that its idle timer
 	// starts again (a lease or hold in the ledger protects the runtime).

@@ -48,20 +48,34 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	out := policy.Decide(in)
 	for {
-		var scan []*Seen
+		var scan, timers []*Seen
 		for _, a := range out.Actions {
-			if s := w.Find(a.Key); s != nil && s.unscanned {
+			s := w.Find(a.Key)
+			if s == nil {
+				continue
+			}
+			if s.unscanned {
 				scan = append(scan, s)
 			}
+			if a.Step == backend.StepSuspend && s.Runtime.Native == nil {
+				if _, ok := backend.As[backend.NativeLifecycle](s.Source.Backend); ok {
+					timers = append(timers, s)
+				}
+			}
 		}
-		if len(scan) == 0 {
+		if len(scan) == 0 && len(timers) == 0 {
 			break
 		}
-		if err := e.busy(ctx, scan); err != nil {
-			return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+		if len(scan) > 0 {
+			if err := e.busy(ctx, scan); err != nil {
+				return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+			}
+			for _, s := range scan {
+				cands[candIndex[s.Runtime.Key]].Runtime.Busy = s.Runtime.Busy
+			}
 		}
-		for _, s := range scan {
-			cands[candIndex[s.Runtime.Key]].Runtime.Busy = s.Runtime.Busy
+		if err := e.readTimers(ctx, timers); err != nil {
+			return nil, nil, err
 		}
 		out = policy.Decide(in)
 	}
@@ -126,6 +140,37 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	p.Messages = out.Messages
 	return p, w, nil
+}
+
+// readTimers reads the provider's own timers of each runtime a suspend is
+// planned for whose listing did not carry them (Runtime.Native), so that
+// the policy sees a suspend whose provider-side consequence is a deletion
+// (rules for remote providers: no deletion we did not announce). A
+// backend without timers for that runtime gets none; one whose timers
+// cannot be read leaves the runtime alone in this pass (what cannot be
+// read counts as busy). It fails only when ctx ends.
+func (e *Engine) readTimers(ctx context.Context, seen []*Seen) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(e.opts.Concurrency, 1))
+	for _, s := range seen {
+		nl, _ := backend.As[backend.NativeLifecycle](s.Source.Backend)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			l, err := nl.Lifecycle(ctx, *s.Runtime, backend.LifecycleOptions{})
+			switch {
+			case err == nil:
+			case errors.Is(err, errors.ErrUnsupported):
+				l = backend.Lifecycle{}
+			default:
+				s.Runtime.Busy = Unread + "its timers: " + err.Error()
+				l = backend.Lifecycle{Unknown: backend.Timers}
+			}
+			s.Runtime.Native = &l
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 func containsKey(keys []backend.Key, k backend.Key) bool {

@@ -27,6 +27,7 @@ const (
 	ChangeNotScheduled      ChangeCode = "not_scheduled"
 	ChangeRetentionExtended ChangeCode = "retention_extended"
 	ChangeRegistered        ChangeCode = "registered"
+	ChangeTimers            ChangeCode = "timers" // the provider's own timers now make the step a deletion
 )
 
 // Change is why a planned action must not go on; zero when it may.
@@ -94,6 +95,11 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 		return changedBecause(ChangeRegistered, "registered by a host")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.Record.ScheduledStep != string(backend.StepDelete):
 		return changedBecause(ChangeNotScheduled, "no longer scheduled")
+	case a.Step == backend.StepDelete && (a.Code == policy.RuleSuspendDeletes || a.Code == policy.RuleRetentionDelete) &&
+		s.Record.ScheduledStep != string(backend.StepDelete):
+		return changedBecause(ChangeNotScheduled, "no longer scheduled")
+	case a.Step == backend.StepDelete && a.Code == policy.RuleRetentionDelete && retentionExtended(s, now):
+		return changedBecause(ChangeRetentionExtended, "retention extended")
 	}
 	return Change{}
 }

@@ -290,6 +290,7 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 		default:
 			s.Action = "set"
 			changes++
+			set.Unknown = slices.DeleteFunc(slices.Clone(set.Unknown), func(u string) bool { return u == name })
 			switch name {
 			case backend.TimerIdleSuspend:
 				set.IdleSuspend = t.Lifecycle.IdleSuspend

@@ -208,8 +208,18 @@ func Decide(in Input) Output {
 		}
 
 		// Idle suspend and lifetime cap.
-		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
+		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() && suspendDeletes(c) {
+			// Its provider deletes what is suspended, and will not let
+			// reclaimer turn that off: a delete, announced.
+			if wants(in, backend.StepDelete) {
+				deleteOnSuspend(&out, c, in.Now, why, acted)
+			}
+		} else if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
 			if reason := suspendReason(c, in.Now); !reason.IsZero() {
+				if n := c.Runtime.Native; n != nil && n.DeleteOnSuspend(c.Settings.Grace) {
+					reason.Text += "; its provider would delete it upon suspension (" + deleteTimer(n) +
+						"): that timer is turned off and read back first"
+				}
 				if c.Record.Pinned || c.Runtime.Pinned != "" {
 					out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepSuspend, pinReason(c)))
 				} else if reason.Code == RuleIdle && !why.IsZero() && why.Code != Running && why.Code != Starting {
@@ -303,6 +313,10 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 	case backend.StepSuspend:
 		if !c.Can.Suspend {
 			return because(CannotSuspend, "its backend cannot suspend it")
+		}
+		if suspendDeletes(c) {
+			return because(CannotSuspend, "its provider deletes it upon suspension ("+deleteTimer(c.Runtime.Native)+
+				", which reclaimer may not change): delete it instead, if that is what is meant")
 		}
 		acted[r.Key] = true
 	case backend.StepCaches, backend.StepDependencies:
@@ -460,6 +474,74 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
 		Filesystem: c.Filesystem, Code: RuleRetention})
 	acted[k] = true
+}
+
+// suspendDeletes tells whether suspending c makes its provider delete it
+// and reclaimer may not turn that timer off (rules for remote providers:
+// a step whose provider-side consequence is deletion is a delete). A
+// provider that lets reclaimer change it gets a suspend, and apply turns
+// the timer off and reads it back first.
+func suspendDeletes(c *Candidate) bool {
+	n := c.Runtime.Native
+	return n != nil && n.DeleteOnSuspend(c.Settings.Grace) && !slices.Contains(n.Can, backend.TimerDelete)
+}
+
+// deleteTimer says, in words, how the provider deletes what is suspended.
+func deleteTimer(n *backend.Lifecycle) string {
+	switch {
+	case n.IsUnknown(backend.TimerDelete):
+		return "it does not say whether it deletes what is suspended"
+	case n.Delete == backend.Immediately:
+		return "auto-delete at once"
+	}
+	return "auto-delete " + human(n.Delete) + " after the suspension, sooner than the grace period"
+}
+
+// deleteOnSuspend announces, cancels or carries out the delete that a
+// suspend of c would be.
+func deleteOnSuspend(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) {
+	k := c.Runtime.Key
+	scheduled := c.Record.Scheduled == backend.StepDelete
+	reason := suspendReason(c, now)
+	if c.Record.Scheduled != "" && !scheduled {
+		return // another notice (retention's) is in force and goes on
+	}
+	switch {
+	case reason.IsZero():
+		if scheduled {
+			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, because(ActiveAgain, "no longer idle or over its lifetime cap")))
+		}
+		return
+	case !why.IsZero() && why.Code != Running && why.Code != Starting:
+		if scheduled {
+			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, why))
+		} else {
+			out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
+		}
+		acted[k] = true
+		return
+	case scheduled && c.LastActive().After(c.Record.ScheduledAt):
+		out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, because(ActiveAgain, "active again since the notice")))
+		return
+	}
+	acted[k] = true
+	text := reason.Text + "; its provider deletes it upon suspension (" + deleteTimer(c.Runtime.Native) +
+		", which reclaimer may not change), so suspending it is deleting it"
+	r := because(RuleSuspendDeletes, text)
+	if why := cannotRemove(c); !why.IsZero() {
+		out.Skipped = append(out.Skipped, skip(k, backend.StepSuspend, because(why.Code, text+"; not done: "+why.Text)))
+		return
+	}
+	if !scheduled {
+		out.Schedule = append(out.Schedule, notice(k, backend.StepDelete, now.Add(c.Settings.Grace), r))
+		return
+	}
+	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
+		return // announced, not yet due
+	}
+	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepDelete, Paths: runtimePaths(c),
+		Bytes: max(c.SizeBytes, 0), Reason: text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem, Code: RuleSuspendDeletes})
 }
 
 // IsOrphan tells whether c is an orphan: of a registered_only source, or

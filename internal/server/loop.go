@@ -139,6 +139,12 @@ func (d *Daemon) loop(ctx context.Context) {
 }
 
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
+	if trigger == "start" {
+		// Native sync first at start (rules for remote providers: turn
+		// off what deletes before anything suspends): a provider timer
+		// that deletes what is stopped is off before the first pass.
+		d.syncNative(ctx)
+	}
 	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil {
 		d.log.Error("pass", "trigger", trigger, "err", err)
 	}

@@ -283,7 +283,7 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	wrote := false
 	var werr error
 	for _, w := range writes {
-		if !w.differs && !cur.IsUnknown(w.name) {
+		if !w.differs && !(cur.IsUnknown(w.name) && !want.IsUnknown(w.name)) {
 			continue
 		}
 		wrote = true

@@ -323,7 +323,9 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	want, change, n := *opts.Set, lifecycleDoc{}, 0
 	can := func(t string) bool { return slices.Contains(cur.Can, t) }
 	// A timer the server did not report is written whatever it seems.
-	differs := func(name string, a, b time.Duration) bool { return (a != b || cur.IsUnknown(name)) && can(name) }
+	differs := func(name string, a, b time.Duration) bool {
+		return (a != b || (cur.IsUnknown(name) && !want.IsUnknown(name))) && can(name)
+	}
 	if differs(backend.TimerIdleSuspend, want.IdleSuspend, cur.IdleSuspend) {
 		change.IdleSuspend, n = secondsOf(want.IdleSuspend), n+1
 	}
