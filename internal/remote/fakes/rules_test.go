@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/backend/daytona"
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
@@ -256,5 +257,154 @@ func TestProviderTimesInTheFutureAreClamped(t *testing.T) {
 		if a.Runtime == "behind" && !strings.Contains(a.Reason, "idle 2h") {
 			t.Errorf("behind: %s", a.Reason)
 		}
+	}
+}
+
+func pass(t *testing.T, eng *engine.Engine) (*plan.Plan, *plan.Applied) {
+	t.Helper()
+	p, w, err := eng.Plan(context.Background(), engine.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Apply(context.Background(), p, engine.ApplyOptions{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, res
+}
+
+func result(res *plan.Applied, id string) plan.Result {
+	for _, r := range res.Results {
+		if r.Runtime == id {
+			return r
+		}
+	}
+	return plan.Result{}
+}
+
+// Rule: no deletion we did not announce. A Daytona sandbox whose
+// auto-delete is 0 (deleted the moment it stops) is idle: the plan says
+// that the timer is turned off first; apply turns it off, reads it back,
+// and only then stops the sandbox, which is kept.
+func TestSuspendThatWouldDeleteTurnsTheTimerOffFirst(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fd := fakes.NewDaytona(t, "dk-0123456789", clock.Now)
+	fd.Add(fakes.DaytonaSandbox{ID: "d1", State: "started", Labels: sel, CreatedAt: t0.Add(-3 * time.Hour), LastActivity: t0.Add(-2 * time.Hour), AutoDelete: 0})
+	b := &daytona.Backend{Client: fakes.Client(t, fd.URL, remote.BearerAuth(remote.NewSecret("dk-0123456789"))), Labels: sel}
+	eng, _ := fakes.Engine(t, clock, engine.Source{Name: "daytona[0]", Backend: b, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Grace: time.Hour}})
+	p, res := pass(t, eng)
+	if len(p.Actions) != 1 || p.Actions[0].Step != backend.StepSuspend || !strings.Contains(p.Actions[0].Reason, "turned off and read back first") {
+		t.Fatalf("plan %+v", p.Actions)
+	}
+	if r := result(res, "d1"); r.Outcome != plan.Done || !strings.Contains(r.Reason, "turned off") {
+		t.Fatalf("result %+v", r)
+	}
+	s, ok := fd.Get("d1")
+	if !ok || s.State != "stopped" || s.AutoDelete != -1 {
+		t.Fatalf("sandbox %+v (deleted: %q), want stopped with auto-delete off", s, fd.Deleted("d1"))
+	}
+}
+
+// Rule: no deletion we did not announce, where the timer cannot be
+// changed. An http runtime deleted at once upon suspension (delete_seconds
+// -1), whose server does not let reclaimer change that, is not suspended:
+// a delete is announced, with the grace period, and carried out only when
+// due.
+func TestSuspendThatDeletesIsAnnouncedAsADelete(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, "suspend", "delete", "lifecycle", "lifecycle_write")
+	fh.Add(fakes.HTTPRuntime{ID: "r1", State: "running", LastActivity: t0.Add(-2 * time.Hour), Labels: sel, Delete: -1,
+		Changeable: []string{"idle_suspend"}})
+	hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: hb, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Grace: time.Hour}})
+	p, res := pass(t, eng)
+	if len(p.Actions) != 0 || !hasNotice(p, "r1", backend.StepDelete) {
+		t.Fatalf("first pass: actions %+v scheduled %+v", p.Actions, p.Scheduled)
+	}
+	if n := p.Scheduled[0]; n.Code != policy.RuleSuspendDeletes || !strings.Contains(n.Reason, "deletes it upon suspension") {
+		t.Errorf("notice %+v", n)
+	}
+	if r, _ := fh.Get("r1"); r.State != "running" {
+		t.Fatalf("r1 is %s after the announcing pass (results %+v)", r.State, res.Results)
+	}
+	clock.Advance(30 * time.Minute)
+	if p, _ := pass(t, eng); len(p.Actions) != 0 {
+		t.Fatalf("acted before the grace ended: %+v", p.Actions)
+	}
+	clock.Advance(31 * time.Minute)
+	p, res = pass(t, eng)
+	if !hasAction(p, "r1", backend.StepDelete) || result(res, "r1").Outcome != plan.Done {
+		t.Fatalf("after the grace: %+v %+v", p.Actions, res.Results)
+	}
+	if _, ok := fh.Get("r1"); ok {
+		t.Error("r1 still there")
+	}
+}
+
+// Rule: an http server that reports no delete timer gets the same
+// caution. Its lifecycle answer leaves delete_seconds out: unknown, so a
+// write turning it off is sent and read back; the server still does not
+// say, so the runtime is not suspended, and the result says why.
+func TestUnreportedDeleteTimerIsNotTakenAsOff(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, "suspend", "delete", "lifecycle", "lifecycle_write")
+	fh.Add(fakes.HTTPRuntime{ID: "r1", State: "running", LastActivity: t0.Add(-2 * time.Hour), Labels: sel, Delete: -1})
+	for _, op := range []string{"GET /runtimes/{id}/lifecycle", "PUT /runtimes/{id}/lifecycle"} {
+		fh.Misbehave(op, fakes.EditJSON(func(doc any) any {
+			delete(doc.(map[string]any), "delete_seconds")
+			return doc
+		}))
+	}
+	hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: hb, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Grace: time.Hour}})
+	p, res := pass(t, eng)
+	if !hasAction(p, "r1", backend.StepSuspend) || !strings.Contains(p.Actions[0].Reason, "does not say whether it deletes") {
+		t.Fatalf("plan %+v", p.Actions)
+	}
+	r := result(res, "r1")
+	if r.Outcome != plan.Failed || !strings.Contains(r.Reason, "still deletes it upon suspension") {
+		t.Fatalf("result %+v", r)
+	}
+	if n := fh.Calls("PUT /runtimes/{id}/lifecycle"); n != 1 {
+		t.Errorf("%d writes of the timers, want 1", n)
+	}
+	if got, _ := fh.Get("r1"); got.State != "running" || got.Delete != 0 {
+		t.Errorf("r1: %+v; want running, its delete timer off", got)
+	}
+}
+
+// Rule: the timers are read again under the lock. Planned while the
+// provider did not delete upon suspension, the runtime gains a delete
+// timer reclaimer may not change before apply: the suspend is skipped.
+func TestDeleteTimerAppearingBeforeApplyStopsTheSuspend(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, "suspend", "delete", "lifecycle")
+	fh.Add(fakes.HTTPRuntime{ID: "r1", State: "running", LastActivity: t0.Add(-2 * time.Hour), Labels: sel})
+	hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: hb, Settings: policy.Settings{IdleSuspend: 30 * time.Minute, Grace: time.Hour}})
+	p, w, err := eng.Plan(context.Background(), engine.PlanOptions{})
+	if err != nil || !hasAction(p, "r1", backend.StepSuspend) {
+		t.Fatalf("plan %v %+v", err, p)
+	}
+	fh.Remove("r1")
+	fh.Add(fakes.HTTPRuntime{ID: "r1", State: "running", LastActivity: t0.Add(-2 * time.Hour), Labels: sel, Delete: -1})
+	res, err := eng.Apply(context.Background(), p, engine.ApplyOptions{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := result(res, "r1"); r.Outcome != plan.Skip || !strings.Contains(r.Reason, "deletes it upon suspension") {
+		t.Fatalf("result %+v", r)
+	}
+	if got, ok := fh.Get("r1"); !ok || got.State != "running" {
+		t.Fatalf("r1: %+v %v", got, ok)
 	}
 }
