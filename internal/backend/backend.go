@@ -263,6 +263,26 @@ type Deleter interface {
 	Delete(ctx context.Context, rt Runtime, opts DeleteOptions) error
 }
 
+// ColdStorage is a Deleter whose provider keeps a restorable copy of the
+// whole runtime for StepArchive (Daytona's archive, an http server's
+// mode=archive). A backend that neither has it nor an Exporter cannot
+// archive: retention there is a delete, announced and named as one, never
+// labelled "archived" (rules for remote providers, docs/backends.md).
+type ColdStorage interface {
+	// KeepsArchive tells whether StepArchive keeps that copy now.
+	KeepsArchive() bool
+}
+
+// CanArchive tells whether b can archive a runtime: export it first, or
+// move it to its provider's own cold storage.
+func CanArchive(b Backend) bool {
+	if _, ok := As[Exporter](b); ok {
+		return true
+	}
+	cs, ok := As[ColdStorage](b)
+	return ok && cs.KeepsArchive()
+}
+
 // File is one folder or file a FileReclaimer can free.
 type File struct {
 	Path  string `json:"path"`

@@ -217,6 +217,7 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 		_, c.Can.Suspend = backend.As[backend.Suspender](b)
 		_, c.Can.Delete = backend.As[backend.Deleter](b)
 		_, c.Can.Export = backend.As[backend.Exporter](b)
+		c.Can.Archive = backend.CanArchive(b)
 		fr, ok := backend.As[backend.FileReclaimer](b)
 		c.Can.Files = ok
 		if s.HasRecord && s.Record.SizeBytes >= 0 {

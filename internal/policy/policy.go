@@ -79,6 +79,10 @@ type Record struct {
 // Capabilities are the roles a runtime's backend has.
 type Capabilities struct {
 	Suspend, Delete, Export, Files bool
+	// Archive: an archive step keeps what the runtime holds (an export
+	// first, or the provider's own cold storage). Without it, retention
+	// is a delete (RuleRetentionDelete), never called an archive.
+	Archive bool
 }
 
 // Candidate is one runtime with everything the policies need.
@@ -239,7 +243,7 @@ func Decide(in Input) Output {
 		if wants(in, backend.StepDelete) && !acted[c.Runtime.Key] && orphan(&out, c, in.Now, why, acted) {
 			continue
 		}
-		if wants(in, backend.StepArchive) && !acted[c.Runtime.Key] {
+		if step, _ := retentionStep(c); wants(in, step) && !acted[c.Runtime.Key] {
 			retention(&out, c, in.Now, why, acted)
 		}
 	}
@@ -307,6 +311,9 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 	case backend.StepArchive, backend.StepDelete:
 		if why := cannotRemove(c); !why.IsZero() {
 			return why
+		}
+		if r.Step == backend.StepArchive && !c.Can.Archive {
+			return because(CannotRemove, "its backend cannot archive it (an archive here would be a delete): delete it, if that is what is meant")
 		}
 		a.Paths, a.Bytes = runtimePaths(c), max(c.SizeBytes, 0)
 		acted[r.Key] = true
@@ -430,50 +437,74 @@ func effectiveRetention(c *Candidate) time.Duration {
 
 // retention announces, cancels or carries out the archive of an inactive
 // runtime.
+//
+// Rule "an archive that is a delete is called a delete" (rules for remote
+// providers): on a backend that cannot archive (no export, no cold storage
+// of its own: E2B, an http server without archive), retention's step is a
+// delete, announced, carried out and recorded as one (RuleRetentionDelete),
+// so that the notice, the plan, the result, the journal and ls never say
+// "archived" of what is gone.
 func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) {
 	k := c.Runtime.Key
 	ret := effectiveRetention(c)
 	last := c.LastActive()
-	scheduled := c.Record.Scheduled == backend.StepArchive
+	step, code := retentionStep(c)
+	scheduled := c.Record.Scheduled == step
 	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
 
 	if scheduled {
 		switch {
 		case !why.IsZero() && why.Code != Busy:
 			// A pin, lease, hold or a start cancels the notice.
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, why))
+			out.Cancel = append(out.Cancel, notice(k, step, c.Record.ScheduledDue, why))
 			return
 		case last.After(c.Record.ScheduledAt):
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(ActiveAgain, "active again since the notice")))
+			out.Cancel = append(out.Cancel, notice(k, step, c.Record.ScheduledDue, because(ActiveAgain, "active again since the notice")))
 			return
 		case !inactive:
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(TooRecent, "no longer over its retention")))
+			out.Cancel = append(out.Cancel, notice(k, step, c.Record.ScheduledDue, because(TooRecent, "no longer over its retention")))
 			return
 		}
 	}
 	if !inactive {
 		return
 	}
-	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
+	text := fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret))
+	if step == backend.StepDelete {
+		text += "; its backend cannot archive it, so retention deletes it (nothing is kept)"
+	}
+	reason := because(code, text)
 	if !why.IsZero() {
-		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
+		out.Skipped = append(out.Skipped, skip(k, step, why))
 		return
 	}
 	if why := cannotRemove(c); !why.IsZero() {
-		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
+		out.Skipped = append(out.Skipped, skip(k, step, why))
 		return
 	}
+	if c.Record.Scheduled != "" && !scheduled {
+		return // another notice is in force
+	}
 	if !scheduled {
-		out.Schedule = append(out.Schedule, notice(k, backend.StepArchive, now.Add(c.Settings.Grace), reason))
+		out.Schedule = append(out.Schedule, notice(k, step, now.Add(c.Settings.Grace), reason))
 		return
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
 		return // announced, not yet due
 	}
-	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
+	out.Actions = append(out.Actions, Action{Key: k, Step: step, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem, Code: RuleRetention})
+		Filesystem: c.Filesystem, Code: code})
 	acted[k] = true
+}
+
+// retentionStep is what retention does to c: archive where its backend
+// can, else delete.
+func retentionStep(c *Candidate) (backend.Step, Code) {
+	if c.Can.Archive {
+		return backend.StepArchive, RuleRetention
+	}
+	return backend.StepDelete, RuleRetentionDelete
 }
 
 // suspendDeletes tells whether suspending c makes its provider delete it
@@ -563,7 +594,7 @@ func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[back
 	k := c.Runtime.Key
 	scheduled := c.Record.Scheduled == backend.StepDelete
 	if !IsOrphan(c) {
-		if scheduled {
+		if retentionDeletes := !c.Can.Archive && effectiveRetention(c) > 0; scheduled && !retentionDeletes {
 			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, because(Registered, "registered by a host")))
 		}
 		return false

@@ -119,6 +119,7 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 			Delete:  !oneIn(t, 4, "cannotDelete"),
 			Export:  rapid.Bool().Draw(t, "canExport"),
 			Files:   !oneIn(t, 4, "noFiles"),
+			Archive: !oneIn(t, 4, "cannotArchive"),
 		},
 		Filesystem:   rapid.SampledFrom(append([]string{"fs0", "fs0", "fs1"}, fsIDs...)).Draw(t, "filesystem"),
 		Caches:       genFiles(t, dir, "cache"),
@@ -423,14 +424,20 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 	steps := []backend.Step{backend.StepCaches, backend.StepDependencies, backend.StepSuspend, backend.StepDelete}
 	check(t, genOpts{requestSteps: steps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
-			if a.Step != backend.StepArchive {
+			if a.Code != RuleRetention && a.Code != RuleRetentionDelete {
 				continue
 			}
 			c := candidateOf(in, a.Key)
 			r := c.Record
+			// Retention archives where the backend can, and deletes,
+			// called a delete, where it cannot.
+			step, _ := retentionStep(c)
+			if a.Step != step {
+				t.Fatalf("retention %+v: step %s, want %s (archive %v)", a, a.Step, step, c.Can.Archive)
+			}
 			last := lastActiveOf(c)
 			switch {
-			case r.Scheduled != backend.StepArchive:
+			case r.Scheduled != step:
 				t.Fatalf("archive %+v without an archive notice (scheduled %q)", a, r.Scheduled)
 			case in.Now.Before(r.ScheduledAt.Add(c.Settings.Grace)):
 				t.Fatalf("archive %+v at %v: notice at %v, grace %v", a, in.Now, r.ScheduledAt, c.Settings.Grace)
@@ -450,12 +457,13 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 		scheduled := map[backend.Key]bool{}
 		for _, n := range out.Schedule {
 			c := candidateOf(in, n.Key)
+			step, _ := retentionStep(c)
 			switch {
-			case n.Step != backend.StepArchive:
-				t.Fatalf("notice %+v for a step other than archive", n)
+			case n.Step != step:
+				t.Fatalf("notice %+v for a step other than retention's %s", n, step)
 			case !n.Due.Equal(in.Now.Add(c.Settings.Grace)):
 				t.Fatalf("notice %+v due %v, want now %v + grace %v", n, n.Due, in.Now, c.Settings.Grace)
-			case c.Record.Scheduled == backend.StepArchive:
+			case c.Record.Scheduled == step:
 				t.Fatalf("notice %+v for a runtime already announced at %v", n, c.Record.ScheduledAt)
 			case isProtected(c, in.Now):
 				t.Fatalf("notice %+v for a protected runtime", n)
@@ -476,11 +484,12 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 		}
 		for _, n := range out.Cancel {
 			c := candidateOf(in, n.Key)
-			if c.Record.Scheduled != backend.StepArchive || n.Step != backend.StepArchive || !n.Due.Equal(c.Record.ScheduledDue) {
+			step, _ := retentionStep(c)
+			if c.Record.Scheduled != step || n.Step != step || !n.Due.Equal(c.Record.ScheduledDue) {
 				t.Fatalf("cancel %+v of a notice not in force (record %+v)", n, c.Record)
 			}
 			for _, a := range out.Actions {
-				if a.Key == n.Key && a.Step == backend.StepArchive {
+				if a.Key == n.Key && a.Step == step {
 					t.Fatalf("cancel %+v and archive %+v in the same pass", n, a)
 				}
 			}
@@ -776,7 +785,7 @@ func TestPropertyCapabilities(t *testing.T) {
 			}
 			ok := map[backend.Step]bool{
 				backend.StepCaches: c.Can.Files, backend.StepDependencies: c.Can.Files,
-				backend.StepSuspend: c.Can.Suspend, backend.StepArchive: c.Can.Delete, backend.StepDelete: c.Can.Delete,
+				backend.StepSuspend: c.Can.Suspend, backend.StepArchive: c.Can.Delete && c.Can.Archive, backend.StepDelete: c.Can.Delete,
 			}[a.Step]
 			if !ok {
 				t.Fatalf("%+v with capabilities %+v", a, c.Can)

@@ -170,6 +170,10 @@ func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, _ backend.Sus
 	return nil
 }
 
+// KeepsArchive: Daytona's archive keeps the whole sandbox in its cold
+// storage, and starting it brings it back.
+func (b *Backend) KeepsArchive() bool { return true }
+
 // Delete archives the sandbox to cold storage for StepArchive, and deletes
 // it otherwise. A sandbox already gone is not an error.
 func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
@@ -311,6 +315,7 @@ var (
 	_ backend.Suspender       = (*Backend)(nil)
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
+	_ backend.ColdStorage     = (*Backend)(nil)
 )
 
 // ProviderClock says that this backend's times are its provider's.

@@ -212,17 +212,30 @@ func (b *Backend) suspend(ctx context.Context, rt backend.Runtime, opts backend.
 	return nil
 }
 
+// KeepsArchive tells whether the server advertised archive (mode=archive
+// keeps a restorable copy). Unknown, before the capabilities were read,
+// is no: retention then deletes, and says so.
+func (b *Backend) KeepsArchive() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ops[OpArchive] && b.ops[OpDelete]
+}
+
 // remove removes the runtime; for StepArchive on a server that supports
-// it, the server archives it to its own storage instead.
+// it, the server archives it to its own storage instead. StepArchive on a
+// server without archive is refused: the engine never calls a delete an
+// archive.
 func (b *Backend) remove(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
 	if err := b.need(ctx, OpDelete, "delete "+rt.ID); err != nil {
 		return err
 	}
 	q := url.Values{}
 	if opts.Step == backend.StepArchive {
-		if ops, _ := b.Capabilities(ctx); ops[OpArchive] {
-			q.Set("mode", "archive")
+		if ops, _ := b.Capabilities(ctx); !ops[OpArchive] {
+			return fmt.Errorf("archive %s: the server at %s does not keep archives (only a delete would remove it): %w",
+				rt.ID, b.Client.Endpoint(), errors.ErrUnsupported)
 		}
+		q.Set("mode", "archive")
 	}
 	_, err := b.Client.Do(ctx, remote.Request{Method: http.MethodDelete, Path: runtimePath(rt.ID), Query: q}, nil)
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
@@ -363,8 +376,9 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Lister  = (*Backend)(nil)
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Lister      = (*Backend)(nil)
+	_ backend.ColdStorage = (*Backend)(nil)
 )
 
 // ProviderClock says that this backend's times are its provider's.

@@ -408,3 +408,88 @@ func TestDeleteTimerAppearingBeforeApplyStopsTheSuspend(t *testing.T) {
 		t.Fatalf("r1: %+v %v", got, ok)
 	}
 }
+
+// Rule: an archive that is a delete is called a delete. An http server
+// that offers delete but not archive: retention announces a delete
+// (retention_delete), sends a plain DELETE when due, and the plan, the
+// result, the journal and the ledger's state all say delete, never
+// archive. A server that archives gets an archive (mode=archive).
+func TestRetentionWithoutArchiveIsADelete(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ops   []string
+		step  backend.Step
+		state backend.State
+	}{
+		{"no archive", []string{"suspend", "delete"}, backend.StepDelete, backend.StateDeleted},
+		{"archive", []string{"suspend", "delete", "archive"}, backend.StepArchive, backend.StateArchived},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := fakes.NewClock(t0)
+			fh := fakes.NewHTTPServer(t, httpToken, clock.Now, tc.ops...)
+			fh.Add(fakes.HTTPRuntime{ID: "r1", State: "suspended", LastActivity: t0.Add(-10 * 24 * time.Hour), Labels: sel})
+			hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, store := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: hb, Settings: policy.Settings{Retention: 7 * 24 * time.Hour, Grace: time.Hour}})
+			p, _ := pass(t, eng)
+			if len(p.Scheduled) != 1 || p.Scheduled[0].Step != tc.step {
+				t.Fatalf("notice %+v, want a %s", p.Scheduled, tc.step)
+			}
+			if tc.step == backend.StepDelete && (p.Scheduled[0].Code != policy.RuleRetentionDelete || !strings.Contains(p.Scheduled[0].Reason, "cannot archive")) {
+				t.Errorf("notice %+v", p.Scheduled[0])
+			}
+			clock.Advance(2 * time.Hour)
+			p, res := pass(t, eng)
+			r := result(res, "r1")
+			if len(p.Actions) != 1 || p.Actions[0].Step != tc.step || r.Step != tc.step || r.Outcome != plan.Done || r.ArchiveID != "" {
+				t.Fatalf("plan %+v result %+v", p.Actions, r)
+			}
+			k := ledger.Key{Source: "http[0]", Backend: "http", ID: "r1"}
+			rec, err := store.Runtime(context.Background(), k)
+			if err != nil || rec.State != string(tc.state) {
+				t.Errorf("ledger state %q (%v), want %s", rec.State, err, tc.state)
+			}
+			journal, err := store.ListJournal(context.Background(), ledger.JournalFilter{Key: k})
+			if err != nil || len(journal) == 0 || journal[0].Intent.Step != string(tc.step) {
+				t.Errorf("journal %+v %v", journal, err)
+			}
+			got, kept := fh.Get("r1")
+			if tc.step == backend.StepDelete && kept {
+				t.Errorf("r1 still there: %+v", got)
+			}
+			if tc.step == backend.StepArchive && (!kept || got.State != "archived") {
+				t.Errorf("r1 after the archive: %+v %v", got, kept)
+			}
+		})
+	}
+}
+
+// An explicit archive of a runtime whose backend cannot archive is
+// refused, and never sent as a DELETE.
+func TestArchiveRequestOnBackendWithoutArchiveIsRefused(t *testing.T) {
+	clock := fakes.NewClock(t0)
+	fh := fakes.NewHTTPServer(t, httpToken, clock.Now, "suspend", "delete")
+	fh.Add(fakes.HTTPRuntime{ID: "r1", State: "suspended", LastActivity: t0.Add(-time.Hour), Labels: sel})
+	hb, err := httpbackend.Open(context.Background(), &httpbackend.Backend{Client: fakes.Client(t, fh.URL, remote.BearerAuth(remote.NewSecret(httpToken))), Labels: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: hb})
+	p, _, err := eng.Plan(context.Background(), engine.PlanOptions{Requests: []policy.Request{{Key: backend.Key{Source: "http[0]", Backend: "http", ID: "r1"}, Step: backend.StepArchive}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 0 || !slices.ContainsFunc(p.Skipped, func(s plan.Skipped) bool { return strings.Contains(s.Reason, "cannot archive") }) {
+		t.Fatalf("plan %+v skipped %+v", p.Actions, p.Skipped)
+	}
+	d, _ := backend.As[backend.Deleter](hb)
+	err = d.Delete(context.Background(), backend.Runtime{Key: backend.Key{Backend: "http", ID: "r1"}}, backend.DeleteOptions{Step: backend.StepArchive})
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("archive through the backend: %v", err)
+	}
+	if _, ok := fh.Get("r1"); !ok {
+		t.Error("r1 was deleted by an archive")
+	}
+}
