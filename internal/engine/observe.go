@@ -37,6 +37,8 @@ type Seen struct {
 	Light bool
 	// unscanned: the /proc scan has not looked at it yet (DeferBusy).
 	unscanned bool
+	// clock says which of its provider's times were clamped (clampTimes).
+	clock clamped
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -206,11 +208,11 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 					Backend: rt.Backend, Runtime: rt.ID, Message: "skipped a listed item: " + why})
 				continue
 			}
-			clampTimes(w, src, rt)
+			clock := clampTimes(w, src, rt)
 			if _, dup := byKey[rt.Key]; dup {
 				continue // a backend listing one runtime twice: the first counts
 			}
-			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy})
+			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy, clock: clock})
 			s := &slab[len(slab)-1]
 			byKey[rt.Key] = s
 			w.Runtimes = append(w.Runtimes, s)
@@ -226,6 +228,9 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	}
 	if err := e.attachLedger(ctx, w, byKey, opts, empty); err != nil {
 		return nil, err
+	}
+	for _, s := range w.Runtimes {
+		e.floorCreation(ctx, s, w.Now)
 	}
 	// A notice in force or a runtime's own retention needs activity even
 	// where its source's policies do not.
@@ -761,11 +766,11 @@ func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error
 			if unusable(&rt) != "" {
 				continue
 			}
-			clampTimes(w, src, &rt)
 			got[rt.ID] = rt
 		}
 		for _, s := range list {
 			if rt, ok := got[s.Runtime.ID]; ok {
+				s.clock = clampTimes(w, src, &rt)
 				rt.Busy = s.Runtime.Busy
 				if rt.Pinned == "" {
 					rt.Pinned = s.Runtime.Pinned
@@ -774,10 +779,39 @@ func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error
 					rt.Native = s.Runtime.Native
 				}
 				s.Runtime, s.Light = &rt, false
+				e.floorCreation(ctx, s, w.Now)
 			}
 		}
 	}
 	return nil
+}
+
+// clamped says which provider times clampTimes replaced.
+type clamped uint8
+
+const (
+	clampedActivity clamped = 1 << iota
+	clampedCreation
+)
+
+// floorCreation gives a runtime whose provider said it was created in the
+// future the time reclaimer first saw it instead: it existed since then at
+// least, and max_lifetime counts from there (clamping to now on every pass
+// would exempt it from the cap forever). The few such records are read
+// whole (a pass reads most records without their first sighting).
+func (e *Engine) floorCreation(ctx context.Context, s *Seen, now time.Time) {
+	if s.clock&clampedCreation == 0 || !s.HasRecord {
+		return
+	}
+	first := s.Record.FirstSeen
+	if first.IsZero() {
+		if r, err := e.opts.Ledger.Runtime(ctx, s.Runtime.Key); err == nil {
+			first = r.FirstSeen
+		}
+	}
+	if !first.IsZero() && first.Before(now) {
+		s.Runtime.CreatedAt = first
+	}
 }
 
 // Unread starts the Busy of a runtime whose narrowed re-read failed:
@@ -815,19 +849,20 @@ const ClockSlack = 5 * time.Minute
 // raised to the creation. Either is reported (provider_clock), so the plan
 // says that this runtime's activity came from a clock that disagrees with
 // ours.
-func clampTimes(w *World, src *Source, rt *backend.Runtime) {
+func clampTimes(w *World, src *Source, rt *backend.Runtime) clamped {
 	if _, remote := backend.As[backend.RemoteClock](src.Backend); !remote {
-		return // this host's own clock
+		return 0 // this host's own clock
 	}
+	var c clamped
 	var said []string
 	limit := w.Now.Add(ClockSlack)
 	if rt.LastActivity.After(limit) {
 		said = append(said, fmt.Sprintf("last activity %s is in the future", rt.LastActivity.UTC().Format(time.RFC3339)))
-		rt.LastActivity = w.Now
+		rt.LastActivity, c = w.Now, c|clampedActivity
 	}
 	if rt.CreatedAt.After(limit) {
 		said = append(said, fmt.Sprintf("creation %s is in the future", rt.CreatedAt.UTC().Format(time.RFC3339)))
-		rt.CreatedAt = w.Now
+		rt.CreatedAt, c = w.Now, c|clampedCreation
 	}
 	if !rt.LastActivity.IsZero() && !rt.CreatedAt.IsZero() && rt.LastActivity.Before(rt.CreatedAt.Add(-ClockSlack)) {
 		said = append(said, fmt.Sprintf("last activity %s is before its creation %s",
@@ -835,9 +870,14 @@ func clampTimes(w *World, src *Source, rt *backend.Runtime) {
 		rt.LastActivity = rt.CreatedAt
 	}
 	if len(said) == 0 {
-		return
+		return c
+	}
+	taken := "; its activity taken as " + rt.LastActivity.UTC().Format(time.RFC3339)
+	if c&clampedCreation != 0 {
+		taken += ", its creation as when reclaimer first saw it"
 	}
 	w.Problems = append(w.Problems, plan.Problem{Code: plan.ProviderClock, Source: src.Name, Label: src.Label,
 		Backend: rt.Backend, Runtime: rt.ID, Message: "the provider's clock disagrees with ours: " + strings.Join(said, "; ") +
-			" (as of " + w.Now.UTC().Format(time.RFC3339) + "); taken as " + rt.LastActivity.UTC().Format(time.RFC3339)})
+			" (as of " + w.Now.UTC().Format(time.RFC3339) + ")" + taken})
+	return c
 }

@@ -258,6 +258,33 @@ func TestProviderTimesInTheFutureAreClamped(t *testing.T) {
 			t.Errorf("behind: %s", a.Reason)
 		}
 	}
+	if hasAction(p, "ahead", backend.StepSuspend) {
+		t.Errorf("ahead suspended although its provider says it is active: %+v", p.Actions)
+	}
+}
+
+// A creation in the future does not exempt a sandbox from max_lifetime
+// forever: it counts from when reclaimer first saw it, and the suspend
+// goes through apply's re-check although its provider's activity (in
+// 2100) is clamped to a new now on every pass.
+func TestFutureCreationStillReachesTheLifetimeCap(t *testing.T) {
+	w := newWorld(t, policy.Settings{MaxLifetime: 2 * time.Hour}, "suspend", "delete")
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.http.Add(fakes.HTTPRuntime{ID: "ahead", State: "running", LastActivity: future, CreatedAt: future, Labels: sel})
+	if p, _ := pass(t, w.eng); hasAction(p, "ahead", backend.StepSuspend) {
+		t.Fatalf("capped at first sight: %+v", p.Actions)
+	}
+	w.clock.Advance(3 * time.Hour)
+	p, res := pass(t, w.eng)
+	if !slices.ContainsFunc(p.Actions, func(a plan.Action) bool { return a.Runtime == "ahead" && a.Code == policy.RuleLifetime }) {
+		t.Fatalf("no lifetime cap after 3h seen: %+v %+v", p.Actions, p.Problems)
+	}
+	if r := result(res, "ahead"); r.Outcome != plan.Done {
+		t.Fatalf("result %+v", r)
+	}
+	if r, _ := w.http.Get("ahead"); r.State != "suspended" {
+		t.Errorf("ahead is %s", r.State)
+	}
 }
 
 func pass(t *testing.T, eng *engine.Engine) (*plan.Plan, *plan.Applied) {
