@@ -489,7 +489,7 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 				t.Fatalf("cancel %+v of a notice not in force (record %+v)", n, c.Record)
 			}
 			for _, a := range out.Actions {
-				if a.Key == n.Key && a.Step == step {
+				if a.Key == n.Key && a.Step == step && a.Code != RuleRequest {
 					t.Fatalf("cancel %+v and archive %+v in the same pass", n, a)
 				}
 			}
@@ -932,7 +932,7 @@ func TestPropertyPure(t *testing.T) {
 // exactly the protection the runtime has (decisions and the re-check
 // under the lock compare codes, never texts).
 func TestPropertyReasonsAreTyped(t *testing.T) {
-	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleOrphan, RuleIdle, RuleLifetime, RuleRequest}
+	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleRetentionDelete, RuleOrphan, RuleIdle, RuleLifetime, RuleSuspendDeletes, RuleRequest}
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
 			if !slices.Contains(rules, a.Code) {
