@@ -315,6 +315,9 @@ type FileOptions struct {
 	Paths []string
 	// Discard moves a path into the trash; required with Paths.
 	Discard func(path string) error
+	// Rebuildable and Keep are the dependencies step's rule (the source's
+	// rebuildable and keep policy keys); nil: the built-in lists.
+	Rebuildable, Keep []string
 }
 
 // FileReclaimer selects and frees the rebuildable files of an idle runtime.
@@ -333,6 +336,15 @@ type ExportOptions struct {
 	Name string
 	// IncludeDependencies keeps rebuildable dependency folders in tars.
 	IncludeDependencies bool
+	// ExcludeHome leaves the runtime's home out ([archive] include_home =
+	// false); by default it is kept, less CacheDirs and core dumps, which
+	// are never archived.
+	ExcludeHome bool
+	// CacheDirs are the source's cache folders (relative to the home).
+	CacheDirs []string
+	// Rebuildable and Keep are the source's rule for which ignored folders
+	// are rebuildable (left out of archives); nil: the built-in lists.
+	Rebuildable, Keep []string
 	// Conversations are the runtime's conversations, for the manifest.
 	Conversations []string
 	// CreatedAt is the archive's time (the plan's).
@@ -540,6 +552,18 @@ type RestoreOptions struct {
 	Staging string
 }
 
+// RestoreTarget is the one rule of `restore --to DIR` for a local runtime:
+// each folder the archive holds comes back as DIR/<the folder's own name>
+// (a worktree at DIR/<its folder>, a run folder at DIR/<id>, a container's
+// home and workspaces each at DIR/<its name>). Without to, it goes back
+// where it was.
+func RestoreTarget(to, original string) string {
+	if to == "" {
+		return original
+	}
+	return filepath.Join(to, filepath.Base(original))
+}
+
 // Restorer brings an archived runtime back from its archive.
 type Restorer interface {
 	Restore(ctx context.Context, k Key, opts RestoreOptions) (path string, err error)
@@ -625,6 +649,14 @@ func (e EmptyListing) Error() string { return string(e) }
 // recorded for; createdAt is the export's time (its plan's).
 type ExportAbandoner interface {
 	AbandonExport(ctx context.Context, rt Runtime, createdAt time.Time) error
+}
+
+// Discloser tells, before anything is archived, what an archive of rt
+// would not keep (a home's caches, a container's writable layer): plans
+// and `delete` show it before they act, not only the archive after.
+// Cheap: no walk, no provider call.
+type Discloser interface {
+	NotKept(rt Runtime, opts ExportOptions) []string
 }
 
 // Rooted is a backend whose runtimes live in local folders below managed

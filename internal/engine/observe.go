@@ -125,6 +125,9 @@ type World struct {
 	// be listed, filesystems that could not be measured, selections that
 	// failed. They did not stop the pass.
 	Problems []plan.Problem
+	// Explained is the explanation a plan was asked for
+	// (PlanOptions.Explain); nil otherwise.
+	Explained *Explained
 
 	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
 }
@@ -266,9 +269,22 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			results[i].skipped = true
 			continue
 		}
+		if _, ok := e.termOf(src); !ok {
+			// The leader's to list: not listed is not missing.
+			results[i].skipped = true
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
-			defer func() { <-sem }()
+			// Rule "no stalled source starves the others": a listing
+			// still running after SlowListing gives up its slot (it
+			// waits on a provider, not on this host's disks) and goes
+			// on, bounded by its ListTimeout.
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			defer release()
+			slow := time.AfterFunc(e.opts.SlowListing, release)
+			defer slow.Stop()
 			lctx, cancel := ctx, context.CancelFunc(func() {})
 			if src.ListTimeout > 0 {
 				lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
@@ -278,7 +294,7 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
 			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
-			if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 				err = &listTimeout{d: src.ListTimeout, err: err}
 			}
 			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}
@@ -373,6 +389,9 @@ type ledgerView struct {
 func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, error) {
 	st := e.opts.Ledger
 	v := &ledgerView{held: map[ledger.Key]string{}, records: map[ledger.Key]ledger.RuntimeRecord{}}
+	if sr, ok := st.(ledger.ScopedReader); ok && e.opts.Lead != nil {
+		return e.readScoped(ctx, sr, v, now)
+	}
 	var err error
 	if v.activity, err = st.ActivityTimes(ctx); err != nil {
 		return nil, fmt.Errorf("observe: read activity: %w", err)

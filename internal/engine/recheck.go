@@ -95,6 +95,8 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 		return changedBecause(ChangeNotScheduled, "no longer scheduled")
 	case a.Step == backend.StepArchive && retentionExtended(s, now):
 		return changedBecause(ChangeRetentionExtended, "retention extended")
+	case a.Step == backend.StepDelete && a.Code == policy.RuleReleased && len(s.Record.Conversations) > 0:
+		return changedBecause(ChangeRegistered, "a conversation owns it again")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.orphanSince().IsZero():
 		return changedBecause(ChangeRegistered, "registered by a host")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.Record.ScheduledStep != string(backend.StepDelete):

@@ -214,8 +214,19 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 			return nil, nil
 		}
 	}
-	rts, err := l.List(ctx, opt)
+	// The listing is bounded as a pass's is (list_timeout): a provider that
+	// stalls must not hold the daemon's start sync, and so its first pass.
+	lctx := ctx
+	if src.ListTimeout > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
+		defer cancel()
+	}
+	rts, err := l.List(lctx, opt)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("listing failed: not done within list_timeout (%s): %w", src.ListTimeout, err)
+		}
 		return nil, fmt.Errorf("listing failed: %w", err)
 	}
 	rows := make([]Row, 0, len(rts))

@@ -3,8 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,8 +15,9 @@ import (
 	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
-	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/ledger/postgres"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/sources"
 	"github.com/reclaimer/reclaimer/internal/views"
@@ -50,6 +51,22 @@ type Options struct {
 	// Stop, when closed, ends applies between two actions (a graceful
 	// stop) and makes every new pass fail with ErrShuttingDown.
 	Stop <-chan struct{}
+	// Lead, in a fleet ([ledger] url), returns this replica's term while
+	// it leads (the daemon's elector); nil there means never: the remote
+	// sources are the leader's, and a CLI on a fleet's host leaves them
+	// alone. Ignored outside a fleet.
+	Lead func() (*leader.Term, bool)
+	// Locker and Fencer default to the store's own when it has them
+	// (PostgreSQL's); the daemon, which wraps its store, passes them.
+	Locker ledger.Locker
+	Fencer ledger.Fencer
+	// Postgres is the fleet's store under Store when Store wraps it.
+	Postgres *postgres.Store
+	// SampleUsage records, after every full pass that applies, a usage
+	// sample of each managed filesystem in the ledger (the daemon).
+	SampleUsage bool
+	// Host names this host's usage samples; default its hostname.
+	Host string
 }
 
 // App is the application layer over one configuration: every operation,
@@ -60,6 +77,7 @@ type Options struct {
 type App struct {
 	opts     Options
 	store    ledger.Store
+	pg       *postgres.Store // a fleet's store, unwrapped (Options.Postgres)
 	ownStore bool
 	log      *slog.Logger
 	clock    clock.Clock
@@ -82,6 +100,8 @@ type App struct {
 	// cleanup removes what the App made for itself (a discovery's
 	// temporary state folder) when it closes.
 	cleanup func() error
+	// usagePruned is when old usage samples were last pruned.
+	usagePruned time.Time
 }
 
 // setup is what a configuration makes; Reload replaces it whole.
@@ -111,14 +131,23 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	if opts.Busy == nil {
 		opts.Busy = busy.Options{}.Reasons
 	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
 	a := &App{opts: opts, log: opts.Logger, clock: opts.Clock, passSem: make(chan struct{}, 1),
-		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store}
+		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store, pg: opts.Postgres}
 	if a.store == nil {
-		st, err := sqlite.Open(ctx, opts.Config.Ledger.Path)
+		st, err := OpenLedger(ctx, opts.Config)
 		if err != nil {
-			return nil, fmt.Errorf("open ledger: %w", err)
+			return nil, err
 		}
 		a.store, a.ownStore = st, true
+	}
+	if l, ok := a.store.(ledger.Locker); ok && a.opts.Locker == nil {
+		a.opts.Locker = l
+	}
+	if f, ok := a.store.(ledger.Fencer); ok && a.opts.Fencer == nil {
+		a.opts.Fencer = f
 	}
 	s, err := a.build(opts.Config)
 	if err != nil {
@@ -148,9 +177,19 @@ func (a *App) build(cfg *config.Config) (*setup, error) {
 	if a.opts.WrapSources != nil {
 		srcs = a.opts.WrapSources(srcs)
 	}
+	var lead func() (*leader.Term, bool)
+	if cfg.Fleet() {
+		if lead = a.opts.Lead; lead == nil {
+			lead = neverLeads
+		}
+		if a.opts.Fencer == nil {
+			return nil, errors.New("open: a fleet's ledger that cannot fence writes")
+		}
+	}
 	eng, err := engine.New(engine.Options{Ledger: a.store, Sources: srcs, StateDir: filepath.Dir(cfg.Ledger.Path),
+		Locker: a.opts.Locker, Lead: lead, Fencer: a.opts.Fencer,
 		ArchiveDir: cfg.Archive.Dir, Sink: catalog.NewSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
-		Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
+		ExcludeHome: !cfg.Archive.HomeIncluded(), Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -158,7 +159,12 @@ func (a *App) Release(ctx context.Context, ref Ref, conversation string, force b
 	if len(owners) > 0 {
 		return out, nil
 	}
-	pass, err := a.Apply(ctx, ApplyRequest{Runtimes: []Ref{{Name: k.ID, Backend: k.Backend, Source: k.Source}}, Delete: true, Trigger: "api"})
+	why := fmt.Sprintf("released: conversation %s, the last that owned it, let go", conversation)
+	if force {
+		why = "released with force: every conversation let go"
+	}
+	pass, err := a.Apply(ctx, ApplyRequest{Runtimes: []Ref{{Name: k.ID, Backend: k.Backend, Source: k.Source}}, Delete: true,
+		Rule: policy.RuleReleased, Why: why, Trigger: "release"})
 	if err != nil {
 		return nil, err
 	}

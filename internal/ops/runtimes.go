@@ -51,6 +51,9 @@ func (a *App) Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList,
 	}
 	s := a.setupNow()
 	shown := func(k backend.Key) bool {
+		if s.cfg.Fleet() {
+			return true // every replica's runtimes, wherever asked
+		}
 		if _, ok := s.sourceOf(k.Source); ok {
 			return true
 		}
@@ -341,6 +344,7 @@ func (a *App) Status(ctx context.Context) (*views.Status, error) {
 	}
 	if w != nil {
 		fillStatus(st, w, p)
+		a.forecasts(ctx, st)
 	}
 	a.stateMu.Lock()
 	st.LastPass, st.NextPassAt = a.lastPass, a.nextPass
@@ -349,6 +353,11 @@ func (a *App) Status(ctx context.Context) (*views.Status, error) {
 		e := journalView(j[0])
 		st.LastAction = &e
 	}
+	f, err := a.Fleet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("status of the fleet: %w", err)
+	}
+	st.Fleet = f
 	return st, nil
 }
 

@@ -126,6 +126,15 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 		Dependencies: genDeps(t, dir),
 		SizeBytes:    rapid.Int64Range(-1, 5000).Draw(t, "size"),
 	}
+	if oneIn(t, 6, "deletesOnSuspend") {
+		// A provider that deletes what is suspended, which reclaimer may
+		// or may not turn off (suspend_deletes).
+		l := backend.Lifecycle{Delete: backend.Immediately}
+		if rapid.Bool().Draw(t, "canTurnOff") {
+			l.Can = []string{backend.TimerDelete}
+		}
+		c.Runtime.Native = &l
+	}
 	if crowded {
 		c.Filesystem = rapid.SampledFrom([]string{"fs0", "fs1"}).Draw(t, "crowdedFS")
 		c.Can.Files = !oneIn(t, 16, "crowdedNoFiles")
@@ -932,7 +941,7 @@ func TestPropertyPure(t *testing.T) {
 // exactly the protection the runtime has (decisions and the re-check
 // under the lock compare codes, never texts).
 func TestPropertyReasonsAreTyped(t *testing.T) {
-	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleRetentionDelete, RuleOrphan, RuleIdle, RuleLifetime, RuleSuspendDeletes, RuleRequest}
+	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleRetentionDelete, RuleOrphan, RuleIdle, RuleLifetime, RuleSuspendDeletes, RuleRequest, RuleReleased}
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
 			if !slices.Contains(rules, a.Code) {

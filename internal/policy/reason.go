@@ -15,6 +15,7 @@ const (
 	RuleIdle      Code = "idle_suspend" // running, idle longer than idle_suspend
 	RuleLifetime  Code = "lifetime_cap" // running longer than max_lifetime
 	RuleRequest   Code = "request"      // asked for explicitly
+	RuleReleased  Code = "released"     // the last conversation that owned it let go
 	// RuleSuspendDeletes: idle or over the lifetime cap, on a provider
 	// that deletes what is suspended (Daytona's auto-delete at once, an
 	// http server's delete timer shorter than the grace) and does not let

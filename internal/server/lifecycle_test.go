@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"io"
@@ -94,6 +93,25 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 	}
 	if exists(filepath.Join(runs, "shared")) {
 		t.Fatal("released runtime still there")
+	}
+	// The journal says what caused the removal: the last conversation
+	// letting go, not a person's request.
+	const why = "released: conversation c2, the last that owned it, let go"
+	j, err := h.api.GetJournalWithResponse(h.ctx(), &openapi.GetJournalParams{Runtime: "shared"})
+	if err != nil || j.JSON200 == nil {
+		t.Fatalf("journal: %v %s", err, body(j))
+	}
+	var removals []string
+	for _, e := range j.JSON200.Entries {
+		if e.Step == "archive" || e.Step == "delete" {
+			removals = append(removals, e.Step+": "+e.Reason)
+			if e.Reason != why {
+				t.Errorf("journaled %s with reason %q, want %q", e.Step, e.Reason, why)
+			}
+		}
+	}
+	if len(removals) == 0 {
+		t.Fatalf("the removal is not journaled: %+v", j.JSON200.Entries)
 	}
 }
 
@@ -242,7 +260,8 @@ func TestNoticesAndMetrics(t *testing.T) {
 		data, _ := io.ReadAll(r.Body)
 		var ev notify.Event
 		_ = json.Unmarshal(data, &ev)
-		events <- got{ev, hmac.Equal([]byte(r.Header.Get(notify.SignatureHeader)), []byte(notify.Sign("k3y", data)))}
+		_, err := notify.Verify("k3y", r.Header, data, time.Now(), time.Hour)
+		events <- got{ev, err == nil}
 	}))
 	defer hook.Close()
 	dir, _, _ := retentionSetup(t, 1, "")

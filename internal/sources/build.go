@@ -3,6 +3,7 @@ package sources
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/config"
@@ -38,10 +39,29 @@ func Build(cfg *config.Config) ([]engine.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src.Label(), err)
 		}
-		out = append(out, engine.Source{Name: src.Name(), Label: src.Label(), Kind: src.Kind, Backend: b,
-			Settings: cfg.PolicyFor(src.Table), ListTimeout: src.ListTimeout()})
+		name := src.Name()
+		if cfg.Fleet() && k.Local {
+			// This replica's own: two hosts' [[dirs]] of one root are
+			// two sources, whose runtimes never share a key.
+			name = LocalName(cfg.ReplicaName(), name)
+		}
+		out = append(out, engine.Source{Name: name, Label: src.Label(), Kind: src.Kind, Backend: b,
+			Settings: cfg.PolicyFor(src.Table), ListTimeout: src.ListTimeout(), Shared: !k.Local})
 	}
 	return out, nil
+}
+
+// LocalName is the name of a fleet replica's local source: the replica's
+// name, a slash, the source's own name ("host-a/dirs:/srv/runs").
+func LocalName(replica, source string) string { return replica + "/" + source }
+
+// ReplicaOf returns the replica a local source's name carries, if any.
+func ReplicaOf(source string) (string, bool) {
+	r, rest, ok := strings.Cut(source, "/")
+	if !ok || r == "" || strings.Contains(r, ":") || rest == "" {
+		return "", false
+	}
+	return r, true
 }
 
 // dockerClient returns the client of an Engine address, made once.

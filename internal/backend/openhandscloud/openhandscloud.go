@@ -31,6 +31,8 @@ type Backend struct {
 	// UserID, when set, keeps only sandboxes, and conversations on them,
 	// created by this user.
 	UserID string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 	// ConversationTags, when set, keeps only sandboxes whose every
 	// conversation carries all these tags.
 	ConversationTags map[string]string
@@ -93,8 +95,8 @@ type page[T any] struct {
 	Next  *string `json:"next_page_id"`
 }
 
-func list[T any](ctx context.Context, c *remote.Client, path string, q url.Values, what string) ([]T, error) {
-	return remote.Pages(ctx, func(ctx context.Context, cursor string) ([]T, string, error) {
+func list[T any](ctx context.Context, c *remote.Client, bounds remote.Bounds, keep func(T) bool, path string, q url.Values, what string) ([]T, error) {
+	return remote.Pages(ctx, bounds, keep, func(ctx context.Context, cursor string) ([]T, string, error) {
 		qq := maps.Clone(q)
 		qq.Set("limit", "100")
 		if cursor != "" {
@@ -108,12 +110,14 @@ func list[T any](ctx context.Context, c *remote.Client, path string, q url.Value
 	})
 }
 
-func (b *Backend) conversations(ctx context.Context, sandboxID string) ([]conversation, error) {
+// conversations lists the conversations (on sandboxID when set); keep,
+// when set, drops while paging those on sandboxes out of scope.
+func (b *Backend) conversations(ctx context.Context, sandboxID string, keep func(conversation) bool) ([]conversation, error) {
 	q := url.Values{"include_sub_conversations": {"true"}}
 	if sandboxID != "" {
 		q.Set("sandbox_id__eq", sandboxID)
 	}
-	return list[conversation](ctx, b.Client, "/api/v1/app-conversations/search", q, "conversations")
+	return list(ctx, b.Client, b.Bounds, keep, "/api/v1/app-conversations/search", q, "conversations")
 }
 
 // inScope tells whether reclaimer may manage s, given the conversations
@@ -213,11 +217,20 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if len(opts.IDs) > 0 {
 		return b.listIDs(ctx, opts.IDs)
 	}
-	sbs, err := list[sandbox](ctx, b.Client, "/api/v1/sandboxes/search", url.Values{}, "sandboxes")
+	// Kept while paging: what may be in scope (the user's, not gone);
+	// the conversations, those on these sandboxes only (every one of
+	// them, whoever's: inScope needs them all).
+	sbs, err := list(ctx, b.Client, b.Bounds, func(s sandbox) bool {
+		return s.ID != "" && state(s.Status) != backend.StateMissing && (b.UserID == "" || deref(s.User) == b.UserID)
+	}, "/api/v1/sandboxes/search", url.Values{}, "sandboxes")
 	if err != nil {
 		return nil, err
 	}
-	convs, err := b.conversations(ctx, "")
+	kept := make(map[string]bool, len(sbs))
+	for _, s := range sbs {
+		kept[s.ID] = true
+	}
+	convs, err := b.conversations(ctx, "", func(c conversation) bool { return kept[c.SandboxID] })
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +263,7 @@ func (b *Backend) listIDs(ctx context.Context, ids []string) ([]backend.Runtime,
 			if s == nil || !slices.Contains(chunk, s.ID) || state(s.Status) == backend.StateMissing {
 				continue
 			}
-			convs, err := b.conversations(ctx, s.ID)
+			convs, err := b.conversations(ctx, s.ID, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -290,7 +303,7 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 }
 
 func (b *Backend) deleteConversations(ctx context.Context, rt backend.Runtime) error {
-	convs, err := b.conversations(ctx, rt.ID)
+	convs, err := b.conversations(ctx, rt.ID, nil)
 	if err != nil {
 		return err
 	}

@@ -310,10 +310,25 @@ func (s *Store) RuntimeStatesOf(ctx context.Context, backends []string) (map[led
 	return s.runtimeStates(ctx, backends)
 }
 
+// RuntimeStatesIn implements ledger.ScopedReader.
+func (s *Store) RuntimeStatesIn(ctx context.Context, sources []string) (map[ledger.Key]string, error) {
+	if len(sources) == 0 {
+		return map[ledger.Key]string{}, nil
+	}
+	return s.runtimeStatesWhere(ctx, ` WHERE source = ANY($1)`, sources)
+}
+
 func (s *Store) runtimeStates(ctx context.Context, backends []string) (map[ledger.Key]string, error) {
-	query, args := `SELECT `+keyColumns+`, state FROM runtimes`, []any(nil)
 	if backends != nil {
-		query, args = query+` WHERE backend = ANY($1)`, []any{backends}
+		return s.runtimeStatesWhere(ctx, ` WHERE backend = ANY($1)`, backends)
+	}
+	return s.runtimeStatesWhere(ctx, "", nil)
+}
+
+func (s *Store) runtimeStatesWhere(ctx context.Context, where string, in []string) (map[ledger.Key]string, error) {
+	query, args := `SELECT `+keyColumns+`, state FROM runtimes`+where, []any(nil)
+	if in != nil {
+		args = []any{in}
 	}
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
