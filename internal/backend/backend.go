@@ -263,6 +263,26 @@ type Deleter interface {
 	Delete(ctx context.Context, rt Runtime, opts DeleteOptions) error
 }
 
+// ColdStorage is a Deleter whose provider keeps a restorable copy of the
+// whole runtime for StepArchive (Daytona's archive, an http server's
+// mode=archive). A backend that neither has it nor an Exporter cannot
+// archive: retention there is a delete, announced and named as one, never
+// labelled "archived" (rules for remote providers, docs/backends.md).
+type ColdStorage interface {
+	// KeepsArchive tells whether StepArchive keeps that copy now.
+	KeepsArchive() bool
+}
+
+// CanArchive tells whether b can archive a runtime: export it first, or
+// move it to its provider's own cold storage.
+func CanArchive(b Backend) bool {
+	if _, ok := As[Exporter](b); ok {
+		return true
+	}
+	cs, ok := As[ColdStorage](b)
+	return ok && cs.KeepsArchive()
+}
+
 // File is one folder or file a FileReclaimer can free.
 type File struct {
 	Path  string `json:"path"`
@@ -400,7 +420,34 @@ type Lifecycle struct {
 	// TimerDeadline and TimerTouch. Set on reads; ignored on writes. Empty: the settings
 	// can only be read (fixed at creation).
 	Can []string `json:"can,omitempty"`
+	// Unknown names the settings the provider did not report (an optional
+	// field missing from its answer, a read back that failed): unknown,
+	// never taken as off (rules for remote providers, docs/backends.md).
+	// Their zero value above means nothing. A write sends them whatever
+	// the value seems to be.
+	Unknown []string `json:"unknown,omitempty"`
 }
+
+// IsUnknown tells whether the provider did not report setting name.
+func (l Lifecycle) IsUnknown(name string) bool {
+	for _, u := range l.Unknown {
+		if u == name {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteOnSuspend tells whether suspending a runtime with these timers
+// makes its provider delete it within grace (or at once, or when the
+// provider did not say): a suspend whose provider-side consequence is a
+// deletion (rules for remote providers: no deletion we did not announce).
+func (l Lifecycle) DeleteOnSuspend(grace time.Duration) bool {
+	return l.IsUnknown(TimerDelete) || l.Delete == Immediately || (l.Delete > 0 && l.Delete < grace)
+}
+
+// Timers names every delay and the deadline, in the order they are shown.
+var Timers = []string{TimerIdleSuspend, TimerIdlePause, TimerArchive, TimerDelete, TimerDeadline}
 
 // Immediately is a Lifecycle delay that acts at once (Daytona's
 // auto-delete interval 0: delete upon stopping).
@@ -422,7 +469,9 @@ const (
 type LifecycleOptions struct {
 	// Set, when not nil, writes these settings: only those in the
 	// runtime's Can, and only those that differ from what the provider
-	// has; nil reads.
+	// has, or that the provider did not report (Current.Unknown) and Set
+	// has a value for (Set.Unknown lists those it has none for, which
+	// stay as they are); nil reads.
 	Set *Lifecycle
 	// Touch records activity with the provider now, so that its idle timer
 	// starts again (a lease or hold in the ledger protects the runtime).
@@ -557,12 +606,13 @@ type lifecycleJSON struct {
 	Deadline     time.Time `json:"deadline,omitzero"`
 	DeadlineStep Step      `json:"deadline_step,omitempty"`
 	Can          []string  `json:"can,omitempty"`
+	Unknown      []string  `json:"unknown,omitempty"`
 }
 
 // MarshalJSON writes the delays as duration strings.
 func (l Lifecycle) MarshalJSON() ([]byte, error) {
 	return json.Marshal(lifecycleJSON{IdleSuspend: delayText(l.IdleSuspend), IdlePause: delayText(l.IdlePause),
-		Archive: delayText(l.Archive), Delete: delayText(l.Delete), Deadline: l.Deadline, DeadlineStep: l.DeadlineStep, Can: l.Can})
+		Archive: delayText(l.Archive), Delete: delayText(l.Delete), Deadline: l.Deadline, DeadlineStep: l.DeadlineStep, Can: l.Can, Unknown: l.Unknown})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -584,7 +634,7 @@ func (l *Lifecycle) UnmarshalJSON(data []byte) error {
 		return d
 	}
 	*l = Lifecycle{IdleSuspend: parse(j.IdleSuspend), IdlePause: parse(j.IdlePause), Archive: parse(j.Archive),
-		Delete: parse(j.Delete), Deadline: j.Deadline, DeadlineStep: j.DeadlineStep, Can: j.Can}
+		Delete: parse(j.Delete), Deadline: j.Deadline, DeadlineStep: j.DeadlineStep, Can: j.Can, Unknown: j.Unknown}
 	return err
 }
 
@@ -679,4 +729,13 @@ func CheckReported(b Backend, id string, folders []string) error {
 		}
 	}
 	return nil
+}
+
+// RemoteClock is a backend whose times (activity, creation) come from a
+// provider's clock, not this host's: the engine does not take them as they
+// are (rules for remote providers, docs/backends.md: a time in the future
+// is clamped to now and reported).
+type RemoteClock interface {
+	// ProviderClock names the provider whose clock the times are on.
+	ProviderClock() string
 }

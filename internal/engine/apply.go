@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -363,6 +364,15 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if !ok {
 			return fail(fmt.Errorf("suspend: %w", errors.ErrUnsupported))
 		}
+		off, change, err := e.noDeleteOnSuspend(ctx, b, rt, seen.Source.Settings.Grace)
+		if err != nil {
+			return fail(err)
+		} else if !change.IsZero() {
+			return change.skip(r), nil
+		}
+		if off != "" {
+			r.Reason = off
+		}
 		if err := s.Suspend(ctx, rt, backend.SuspendOptions{Reason: a.Reason}); err != nil {
 			return fail(err)
 		}
@@ -404,6 +414,44 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	}
 	r.Outcome = plan.Done
 	return r, chans
+}
+
+// noDeleteOnSuspend enforces, under the runtime's lock, the rule "no
+// deletion we did not announce" for a suspend: it reads the provider's
+// timers afresh (they may have changed since the plan); where suspending
+// would make the provider delete the runtime, it turns that timer off and
+// reads it back, and only a read back that shows it off lets the suspend
+// go on. A provider that will not let reclaimer change it is a change
+// since the plan (the next pass announces a delete instead). It returns
+// what it did, in words, when it turned a timer off.
+func (e *Engine) noDeleteOnSuspend(ctx context.Context, b backend.Backend, rt backend.Runtime, grace time.Duration) (string, Change, error) {
+	nl, ok := backend.As[backend.NativeLifecycle](b)
+	if !ok {
+		return "", Change{}, nil
+	}
+	l, err := nl.Lifecycle(ctx, rt, backend.LifecycleOptions{})
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return "", Change{}, nil
+	case err != nil:
+		return "", Change{}, fmt.Errorf("read its provider's timers (not suspended: a suspend might delete it): %w", err)
+	case !l.DeleteOnSuspend(grace):
+		return "", Change{}, nil
+	case !slices.Contains(l.Can, backend.TimerDelete):
+		return "", changedBecause(ChangeTimers, "its provider now deletes it upon suspension, and reclaimer may not change that"), nil
+	}
+	set := l
+	set.Can, set.Delete = nil, 0
+	set.Unknown = slices.DeleteFunc(slices.Clone(l.Unknown), func(u string) bool { return u == backend.TimerDelete })
+	got, err := nl.Lifecycle(ctx, rt, backend.LifecycleOptions{Set: &set, Current: &l})
+	if err != nil {
+		return "", Change{}, fmt.Errorf("turn off its provider's deletion upon suspension (not suspended): %w", err)
+	}
+	if got.DeleteOnSuspend(grace) {
+		return "", Change{}, fmt.Errorf("its provider still deletes it upon suspension after that timer was turned off (not suspended): %w",
+			backend.ErrProtected)
+	}
+	return "its provider's deletion upon suspension was turned off and read back first", Change{}, nil
 }
 
 // splitSurvives splits an archive's survives list into what it keeps and

@@ -39,6 +39,8 @@ type Seen struct {
 	unscanned bool
 	// clocked: its agent-server's idle clock was read (or it has none).
 	clocked bool
+	// clock says which of its provider's times were clamped (clampTimes).
+	clock clamped
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -202,10 +204,20 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 		for j := range r.runtimes {
 			rt := &r.runtimes[j]
 			rt.Key.Source = src.Name
+			if why := unusable(rt); why != "" {
+				// One source's bad data is that source's problem (rules for
+				// remote providers): the item is skipped and reported, and
+				// the ledger, which would refuse its key for the whole
+				// batch, never sees it.
+				w.Problems = append(w.Problems, plan.Problem{Code: plan.BadItem, Source: src.Name, Label: src.Label,
+					Backend: rt.Backend, Runtime: rt.ID, Message: "skipped a listed item: " + why})
+				continue
+			}
+			clock := clampTimes(w, src, rt)
 			if _, dup := byKey[rt.Key]; dup {
 				continue // a backend listing one runtime twice: the first counts
 			}
-			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy})
+			slab = append(slab, Seen{Runtime: rt, Source: src, Light: r.light, unscanned: opts.DeferBusy, clock: clock})
 			s := &slab[len(slab)-1]
 			byKey[rt.Key] = s
 			w.Runtimes = append(w.Runtimes, s)
@@ -222,6 +234,9 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	if err := e.attachLedger(ctx, w, byKey, opts, empty); err != nil {
 		return nil, err
 	}
+	for _, s := range w.Runtimes {
+		e.floorCreation(ctx, s, w.Now)
+	}
 	// A notice in force or a runtime's own retention needs activity even
 	// where its source's policies do not.
 	var full []*Seen
@@ -230,7 +245,7 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 			full = append(full, s)
 		}
 	}
-	if err := e.ObserveFully(ctx, full); err != nil {
+	if err := e.ObserveFully(ctx, w, full); err != nil {
 		return nil, err
 	}
 	e.readIdleClocks(ctx, w.Runtimes)
@@ -768,8 +783,12 @@ func (e *Engine) attachRecord(ctx context.Context, s *Seen, now time.Time) error
 
 // ObserveFully replaces lightly observed runtimes of seen with full
 // observations (activity, fingerprint, unsaved work), asking each backend
-// for just those runtimes.
-func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
+// for just those runtimes. A source whose narrowed read fails (a 503 on
+// GET /runtimes/r1) is that source's problem, not the pass's: its
+// runtimes that could not be re-read are reported (source_partial) and
+// marked busy for this pass, so nothing acts on what was not read, and
+// every other runtime goes on. It fails only when ctx ends.
+func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error {
 	bySource := map[*Source][]*Seen{}
 	for _, s := range seen {
 		if s.Light {
@@ -783,25 +802,140 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 		}
 		l, _ := backend.As[backend.Lister](src.Backend)
 		rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		var warnings backend.Warnings
 		if err != nil && !errors.As(err, &warnings) {
-			return fmt.Errorf("observe %s: %w", src.Label, err)
+			w.Problems = append(w.Problems, plan.Problem{Code: plan.SourcePartial, Source: src.Name, Label: src.Label,
+				Message: fmt.Sprintf("re-reading %d of its runtimes (%s) failed: %v; they are left alone in this pass",
+					len(list), sampleIDs(ids), err)})
+			for _, s := range list {
+				rt := *s.Runtime
+				rt.Busy = Unread + err.Error()
+				s.Runtime = &rt
+			}
+			continue
 		}
 		got := map[string]backend.Runtime{}
 		for _, rt := range rts {
 			rt.Key.Source = src.Name
+			if unusable(&rt) != "" {
+				continue
+			}
 			got[rt.ID] = rt
 		}
 		for _, s := range list {
 			if rt, ok := got[s.Runtime.ID]; ok {
+				s.clock = clampTimes(w, src, &rt)
 				rt.Busy = s.Runtime.Busy
 				if rt.Pinned == "" {
 					rt.Pinned = s.Runtime.Pinned
 				}
+				if rt.Native == nil {
+					rt.Native = s.Runtime.Native
+				}
 				s.Runtime, s.Light, s.clocked = &rt, false, false
+				e.floorCreation(ctx, s, w.Now)
 			}
 		}
 	}
 	e.readIdleClocks(ctx, seen)
 	return nil
+}
+
+// clamped says which provider times clampTimes replaced.
+type clamped uint8
+
+const (
+	clampedActivity clamped = 1 << iota
+	clampedCreation
+)
+
+// floorCreation gives a runtime whose provider said it was created in the
+// future the time reclaimer first saw it instead: it existed since then at
+// least, and max_lifetime counts from there (clamping to now on every pass
+// would exempt it from the cap forever). The few such records are read
+// whole (a pass reads most records without their first sighting).
+func (e *Engine) floorCreation(ctx context.Context, s *Seen, now time.Time) {
+	if s.clock&clampedCreation == 0 || !s.HasRecord {
+		return
+	}
+	first := s.Record.FirstSeen
+	if first.IsZero() {
+		if r, err := e.opts.Ledger.Runtime(ctx, s.Runtime.Key); err == nil {
+			first = r.FirstSeen
+		}
+	}
+	if !first.IsZero() && first.Before(now) {
+		s.Runtime.CreatedAt = first
+	}
+}
+
+// Unread starts the Busy of a runtime whose narrowed re-read failed:
+// what cannot be read counts as busy, and Plan drops its actions.
+const Unread = "could not be re-read from its provider: "
+
+func sampleIDs(ids []string) string {
+	if len(ids) > 3 {
+		return strings.Join(ids[:3], ", ") + ", ..."
+	}
+	return strings.Join(ids, ", ")
+}
+
+// unusable says why a listed item cannot be a runtime ("" when it can):
+// its key is invalid (no id, a NUL byte), or its id is not one path
+// segment ("." or ".."), which no provider request may carry.
+func unusable(rt *backend.Runtime) string {
+	if err := rt.Key.Validate(); err != nil {
+		return err.Error()
+	}
+	if rt.ID == "." || rt.ID == ".." {
+		return fmt.Sprintf("id %q is not a usable runtime id", rt.ID)
+	}
+	return ""
+}
+
+// ClockSlack is how far ahead of ours a provider's clock may be before a
+// time it reports is taken as wrong: clocks a little apart are normal.
+const ClockSlack = 5 * time.Minute
+
+// clampTimes enforces the rule "a provider's clock is not ours" (rules for
+// remote providers): an activity or creation time in the future would
+// exempt a runtime from idle suspend and the lifetime cap (a last activity
+// in 2100), so it is clamped to now; an activity before the creation is
+// raised to the creation. Either is reported (provider_clock), so the plan
+// says that this runtime's activity came from a clock that disagrees with
+// ours.
+func clampTimes(w *World, src *Source, rt *backend.Runtime) clamped {
+	if _, remote := backend.As[backend.RemoteClock](src.Backend); !remote {
+		return 0 // this host's own clock
+	}
+	var c clamped
+	var said []string
+	limit := w.Now.Add(ClockSlack)
+	if rt.LastActivity.After(limit) {
+		said = append(said, fmt.Sprintf("last activity %s is in the future", rt.LastActivity.UTC().Format(time.RFC3339)))
+		rt.LastActivity, c = w.Now, c|clampedActivity
+	}
+	if rt.CreatedAt.After(limit) {
+		said = append(said, fmt.Sprintf("creation %s is in the future", rt.CreatedAt.UTC().Format(time.RFC3339)))
+		rt.CreatedAt, c = w.Now, c|clampedCreation
+	}
+	if !rt.LastActivity.IsZero() && !rt.CreatedAt.IsZero() && rt.LastActivity.Before(rt.CreatedAt.Add(-ClockSlack)) {
+		said = append(said, fmt.Sprintf("last activity %s is before its creation %s",
+			rt.LastActivity.UTC().Format(time.RFC3339), rt.CreatedAt.UTC().Format(time.RFC3339)))
+		rt.LastActivity = rt.CreatedAt
+	}
+	if len(said) == 0 {
+		return c
+	}
+	taken := "; its activity taken as " + rt.LastActivity.UTC().Format(time.RFC3339)
+	if c&clampedCreation != 0 {
+		taken += ", its creation as when reclaimer first saw it"
+	}
+	w.Problems = append(w.Problems, plan.Problem{Code: plan.ProviderClock, Source: src.Name, Label: src.Label,
+		Backend: rt.Backend, Runtime: rt.ID, Message: "the provider's clock disagrees with ours: " + strings.Join(said, "; ") +
+			" (as of " + w.Now.UTC().Format(time.RFC3339) + ")" + taken})
+	return c
 }

@@ -61,7 +61,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	var explained *Seen
 	if opts.Explain != (backend.Key{}) {
 		if explained = w.Find(opts.Explain); explained != nil {
-			if err := e.ObserveFully(ctx, []*Seen{explained}); err != nil {
+			if err := e.ObserveFully(ctx, w, []*Seen{explained}); err != nil {
 				return nil, nil, err
 			}
 			if err := e.busy(ctx, []*Seen{explained}); err != nil {
@@ -82,20 +82,34 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	out := policy.Decide(in)
 	for {
-		var scan []*Seen
+		var scan, timers []*Seen
 		for _, a := range out.Actions {
-			if s := w.Find(a.Key); s != nil && s.unscanned {
+			s := w.Find(a.Key)
+			if s == nil {
+				continue
+			}
+			if s.unscanned {
 				scan = append(scan, s)
 			}
+			if a.Step == backend.StepSuspend && s.Runtime.Native == nil {
+				if _, ok := backend.As[backend.NativeLifecycle](s.Source.Backend); ok {
+					timers = append(timers, s)
+				}
+			}
 		}
-		if len(scan) == 0 {
+		if len(scan) == 0 && len(timers) == 0 {
 			break
 		}
-		if err := e.busy(ctx, scan); err != nil {
-			return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+		if len(scan) > 0 {
+			if err := e.busy(ctx, scan); err != nil {
+				return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+			}
+			for _, s := range scan {
+				cands[candIndex[s.Runtime.Key]].Runtime.Busy = s.Runtime.Busy
+			}
 		}
-		for _, s := range scan {
-			cands[candIndex[s.Runtime.Key]].Runtime.Busy = s.Runtime.Busy
+		if err := e.readTimers(ctx, timers); err != nil {
+			return nil, nil, err
 		}
 		out = policy.Decide(in)
 	}
@@ -107,7 +121,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 			acted = append(acted, s)
 		}
 	}
-	if err := e.ObserveFully(ctx, acted); err != nil {
+	if err := e.ObserveFully(ctx, w, acted); err != nil {
 		return nil, nil, err
 	}
 	p := &plan.Plan{ID: plan.NewID(w.Now), CreatedAt: w.Now, Note: plan.Disclaimer,
@@ -126,6 +140,13 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	}
 	for _, a := range out.Actions {
 		s := w.Find(a.Key)
+		if strings.HasPrefix(s.Runtime.Busy, Unread) {
+			// Its provider failed the full read: nothing is done to what
+			// was not read (the source's problem says so).
+			p.Skipped = append(p.Skipped, plan.Skipped{Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Step: a.Step,
+				Code: policy.Busy, Reason: "busy: " + s.Runtime.Busy})
+			continue
+		}
 		act := plan.Action{Runtime: a.Key.ID, Backend: a.Key.Backend, Source: a.Key.Source, Step: a.Step, Paths: a.Paths,
 			Bytes: a.Bytes, Code: a.Code, Reason: a.Reason, Filesystem: a.Filesystem,
 			Observed: plan.Observed{State: s.Runtime.State, LastActivity: s.LastActive(), Fingerprint: s.Runtime.Fingerprint}}
@@ -161,6 +182,37 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		w.Explained = e.explain(ctx, in, opts.Explain, explained, cands, candIndex)
 	}
 	return p, w, nil
+}
+
+// readTimers reads the provider's own timers of each runtime a suspend is
+// planned for whose listing did not carry them (Runtime.Native), so that
+// the policy sees a suspend whose provider-side consequence is a deletion
+// (rules for remote providers: no deletion we did not announce). A
+// backend without timers for that runtime gets none; one whose timers
+// cannot be read leaves the runtime alone in this pass (what cannot be
+// read counts as busy). It fails only when ctx ends.
+func (e *Engine) readTimers(ctx context.Context, seen []*Seen) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(e.opts.Concurrency, 1))
+	for _, s := range seen {
+		nl, _ := backend.As[backend.NativeLifecycle](s.Source.Backend)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			l, err := nl.Lifecycle(ctx, *s.Runtime, backend.LifecycleOptions{})
+			switch {
+			case err == nil:
+			case errors.Is(err, errors.ErrUnsupported):
+				l = backend.Lifecycle{}
+			default:
+				s.Runtime.Busy = Unread + "its timers: " + err.Error()
+				l = backend.Lifecycle{Unknown: backend.Timers}
+			}
+			s.Runtime.Native = &l
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // explain explains what in decides for k, and measures what each step
@@ -266,6 +318,7 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 		_, c.Can.Delete = backend.As[backend.Deleter](b)
 		_, c.Can.Export = backend.As[backend.Exporter](b)
 		_, c.Can.IdleArchive = backend.As[backend.IdleLosesFiles](b)
+		c.Can.Archive = backend.CanArchive(b)
 		fr, ok := backend.As[backend.FileReclaimer](b)
 		c.Can.Files = ok
 		if s.HasRecord && s.Record.SizeBytes >= 0 {

@@ -27,6 +27,7 @@ const (
 	ChangeNotScheduled      ChangeCode = "not_scheduled"
 	ChangeRetentionExtended ChangeCode = "retention_extended"
 	ChangeRegistered        ChangeCode = "registered"
+	ChangeTimers            ChangeCode = "timers" // the provider's own timers now make the step a deletion
 )
 
 // Change is why a planned action must not go on; zero when it may.
@@ -73,8 +74,12 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 		return changedBecause(ChangeBusy, "busy: "+rt.Busy)
 	case rt.State != a.Observed.State:
 		return changedBecause(ChangeState, "now "+string(rt.State))
-	case s.LastActive().After(a.Observed.LastActivity):
+	case s.clock&clampedActivity == 0 && s.LastActive().After(a.Observed.LastActivity):
 		return changedBecause(ChangeActivity, "new activity at "+s.LastActive().UTC().Format(time.RFC3339))
+	case s.clock&clampedActivity != 0 && s.Activity.After(a.Observed.LastActivity):
+		// The provider's activity was in the future, clamped to each
+		// pass's now: only activity reported to reclaimer is news.
+		return changedBecause(ChangeActivity, "new activity at "+s.Activity.UTC().Format(time.RFC3339))
 	case rt.Fingerprint != a.Observed.Fingerprint:
 		return changedBecause(ChangeFiles, "its files or git state changed")
 	case a.Step.Destructive() && len(a.Paths) > 0 && (len(a.Paths) != 1 || a.Paths[0] != rt.Path):
@@ -96,6 +101,11 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 		return changedBecause(ChangeRegistered, "registered by a host")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.Record.ScheduledStep != string(backend.StepDelete):
 		return changedBecause(ChangeNotScheduled, "no longer scheduled")
+	case a.Step == backend.StepDelete && (a.Code == policy.RuleSuspendDeletes || a.Code == policy.RuleRetentionDelete) &&
+		s.Record.ScheduledStep != string(backend.StepDelete):
+		return changedBecause(ChangeNotScheduled, "no longer scheduled")
+	case a.Step == backend.StepDelete && a.Code == policy.RuleRetentionDelete && retentionExtended(s, now):
+		return changedBecause(ChangeRetentionExtended, "retention extended")
 	}
 	return Change{}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -213,8 +214,19 @@ func runSource(ctx context.Context, src *engine.Source, nl backend.NativeLifecyc
 			return nil, nil
 		}
 	}
-	rts, err := l.List(ctx, opt)
+	// The listing is bounded as a pass's is (list_timeout): a provider that
+	// stalls must not hold the daemon's start sync, and so its first pass.
+	lctx := ctx
+	if src.ListTimeout > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
+		defer cancel()
+	}
+	rts, err := l.List(lctx, opt)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("listing failed: not done within list_timeout (%s): %w", src.ListTimeout, err)
+		}
 		return nil, fmt.Errorf("listing failed: %w", err)
 	}
 	rows := make([]Row, 0, len(rts))
@@ -295,6 +307,7 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 		default:
 			s.Action = "set"
 			changes++
+			set.Unknown = slices.DeleteFunc(slices.Clone(set.Unknown), func(u string) bool { return u == name })
 			switch name {
 			case backend.TimerIdleSuspend:
 				set.IdleSuspend = t.Lifecycle.IdleSuspend
@@ -322,22 +335,46 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 		opts.Set = &set
 	}
 	got, err := nl.Lifecycle(ctx, rt, opts)
-	if err != nil {
-		row.Error = "write settings: " + err.Error()
-		for i := range row.Settings {
-			if row.Settings[i].Action != "" && !isReport(row.Settings[i].Action) {
-				row.Settings[i].Action = "failed: " + err.Error()
-			}
-		}
-		return
+	// Report what the provider now says (the backend reads the runtime
+	// back after writing, after a failed write too), not what was asked
+	// for: a setting is "set" only when the provider confirms it (rules
+	// for remote providers).
+	back := err == nil || !isZero(got)
+	if back {
+		row.Provider = got
 	}
-	row.Provider = got
+	var unconfirmed []string
 	for i := range row.Settings {
-		if a := row.Settings[i].Action; a != "" && !isReport(a) {
-			row.Settings[i].Action = "set"
-			row.Settings[i].Provider = Describe(row.Settings[i].Name, got)
+		st := &row.Settings[i]
+		if st.Action == "" || isReport(st.Action) {
+			continue
+		}
+		if !back {
+			st.Action = "failed: " + err.Error()
+			continue
+		}
+		st.Provider = Describe(st.Name, got)
+		switch d := Drift(st.Name, got, row.Policy); {
+		case d == "":
+			st.Action = "set"
+		case err != nil:
+			st.Action = "failed: " + err.Error()
+		default:
+			st.Action = "failed: the provider now says " + st.Provider
+			unconfirmed = append(unconfirmed, st.Name)
 		}
 	}
+	switch {
+	case err != nil:
+		row.Error = "write settings: " + err.Error()
+	case len(unconfirmed) > 0:
+		row.Error = "write settings: the provider did not confirm " + strings.Join(unconfirmed, ", ")
+	}
+}
+
+func isZero(l backend.Lifecycle) bool {
+	return l.IdleSuspend == 0 && l.IdlePause == 0 && l.Archive == 0 && l.Delete == 0 && l.Deadline.IsZero() &&
+		len(l.Can) == 0 && len(l.Unknown) == 0
 }
 
 func isReport(action string) bool { return len(action) >= 6 && action[:6] == "report" }

@@ -78,7 +78,7 @@ func Want(in Input) Target {
 		t.Lifecycle.Archive = max(s.Retention-s.IdleSuspend, time.Minute)
 		t.want(backend.TimerArchive)
 	}
-	if can(backend.TimerDelete) || in.Provider.Delete > 0 {
+	if can(backend.TimerDelete) || in.Provider.Delete > 0 || in.Provider.IsUnknown(backend.TimerDelete) {
 		t.Lifecycle.Delete = 0
 		t.want(backend.TimerDelete)
 	}
@@ -132,9 +132,13 @@ func deadline(t *Target, in Input, capAt time.Time, protected bool) {
 }
 
 // Drift compares one setting; kinds are "" (in step), "stricter" (the
-// provider acts sooner than, or where, the policy would not) and "looser"
-// (later, or not at all: the loop covers it).
+// provider acts sooner than, or where, the policy would not), "looser"
+// (later, or not at all: the loop covers it) and "unknown" (the provider
+// did not say: not taken as off).
 func Drift(name string, provider, want backend.Lifecycle) string {
+	if provider.IsUnknown(name) {
+		return "unknown"
+	}
 	if name == backend.TimerDeadline {
 		p, w := provider.Deadline, want.Deadline
 		switch {
@@ -179,6 +183,9 @@ func durationOf(name string, l backend.Lifecycle) time.Duration {
 
 // Describe prints one setting's value.
 func Describe(name string, l backend.Lifecycle) string {
+	if l.IsUnknown(name) {
+		return "unknown (not reported)"
+	}
 	if name == backend.TimerDeadline {
 		if l.Deadline.IsZero() {
 			return "none"

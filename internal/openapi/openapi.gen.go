@@ -230,6 +230,9 @@ type Lifecycle struct {
 	Delete       string    `json:"delete,omitempty,omitzero"`
 	IdlePause    string    `json:"idle_pause,omitempty,omitzero"`
 	IdleSuspend  string    `json:"idle_suspend,omitempty,omitzero"`
+
+	// Unknown settings the provider did not report: unknown, not off
+	Unknown []string `json:"unknown,omitempty,omitzero"`
 }
 
 // MarkList defines model for MarkList.

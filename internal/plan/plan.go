@@ -121,6 +121,18 @@ const (
 	SelectionFailed ProblemCode = "selection_failed"
 	// NoSources: nothing is configured to manage.
 	NoSources ProblemCode = "no_sources"
+	// BadItem: a source listed an item that cannot be a runtime (no id,
+	// an id that is not one path segment, a NUL byte): it is skipped,
+	// and the rest of that source and every other source go on.
+	BadItem ProblemCode = "bad_item"
+	// ProviderClock: a provider reported a time reclaimer does not take
+	// as it is (an activity or creation in the future, an activity before
+	// the creation): its clock disagrees with ours; the time was clamped.
+	ProviderClock ProblemCode = "provider_clock"
+	// SourcePartial: the source listed, but a narrowed re-read of some
+	// of its runtimes failed (a 503 on GET /runtimes/r1): those are
+	// treated as busy in this pass, everything else goes on.
+	SourcePartial ProblemCode = "source_partial"
 	// PassTimeout: the pass reached its deadline ([server] pass_timeout)
 	// with actions not done; they are left for the next pass.
 	PassTimeout ProblemCode = "pass_timeout"

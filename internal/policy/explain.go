@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -131,13 +132,20 @@ func Explain(in Input, k backend.Key) Explanation {
 	return ex
 }
 
+// covers maps a rule that stands in for one of Rules on some backends to
+// that rule: retention on a backend that cannot archive is
+// retention_delete, a suspend its provider makes a deletion is
+// suspend_deletes (idle or lifetime cap); neither is then "off".
+var covers = map[Code][]Code{RuleRetentionDelete: {RuleRetention}, RuleSuspendDeletes: {RuleLifetime, RuleIdle},
+	RuleIdleArchive: {RuleRetention, RuleIdle}}
+
 // offRules are the rules of Rules that gave no verdict for c.
 func offRules(in Input, c *Candidate, vs []Verdict) []Code {
 	var off []Code
 	for _, r := range Rules {
 		found := false
 		for _, v := range vs {
-			if v.Rule == r {
+			if v.Rule == r || slices.Contains(covers[v.Rule], r) {
 				found = true
 				break
 			}

@@ -86,6 +86,15 @@ func TestExplainReasons(t *testing.T) {
 		{name: "cancels", cand: cand("a", retention(day), lastActive(ago(30*time.Minute)), func(c *Candidate) {
 			c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepArchive, ago(hour), ago(hour).Add(day)
 		}), rule: RuleRetention, outcome: Cancels, code: ActiveAgain},
+		{name: "announces: suspend that deletes", cand: cand("a", idle(time.Hour), state(backend.StateRunning), lastActive(ago(2*time.Hour)), func(c *Candidate) {
+			c.Settings.Grace, c.Runtime.Native = day, &backend.Lifecycle{Delete: backend.Immediately}
+		}), rule: RuleSuspendDeletes, outcome: Announces, code: RuleSuspendDeletes, text: "auto-delete at once, which reclaimer may not change", due: now.Add(day)},
+		{name: "announces: retention that deletes", cand: cand("a", retention(day), lastActive(ago(3*day)), func(c *Candidate) { c.Can.Archive, c.Can.Export = false, false }),
+			rule: RuleRetentionDelete, outcome: Announces, code: RuleRetentionDelete, text: "its backend cannot archive it", due: now.Add(day)},
+		{name: "acts: retention that deletes", cand: cand("a", retention(day), lastActive(ago(3*day)), func(c *Candidate) {
+			c.Can.Archive, c.Can.Export = false, false
+			c.Record.Scheduled, c.Record.ScheduledAt, c.Record.ScheduledDue = backend.StepDelete, ago(2*day), ago(day)
+		}), rule: RuleRetentionDelete, outcome: Acts, code: RuleRetentionDelete, text: "retention deletes it", due: now},
 		{name: "orphan owned", cand: cand("a", func(c *Candidate) { c.Settings.RegisteredOnly, c.Record.Owners = true, 2 }),
 			rule: RuleOrphan, outcome: Not, code: Registered, text: "owned: 2 conversation(s)"},
 	}

@@ -36,7 +36,7 @@ func cand(id string, mods ...func(*Candidate)) Candidate {
 			Root:         "/srv/runs",
 			LastActivity: ago(hour),
 		},
-		Can:        Capabilities{Suspend: true, Delete: true, Export: true, Files: true},
+		Can:        Capabilities{Suspend: true, Delete: true, Export: true, Files: true, Archive: true},
 		Filesystem: "fs1",
 		SizeBytes:  1000,
 	}

@@ -126,7 +126,10 @@ func TestPropertyOrphanSweep(t *testing.T) {
 		}
 		for _, n := range out.Schedule {
 			c := candidateOf(in, n.Key)
-			if n.Step == backend.StepDelete && (!IsOrphan(c) || isProtected(c, in.Now)) {
+			if n.Code == RuleRetentionDelete && c.Can.Archive {
+				t.Fatalf("retention delete notice %+v for a runtime its backend can archive", n)
+			}
+			if n.Step == backend.StepDelete && n.Code == RuleOrphan && (!IsOrphan(c) || isProtected(c, in.Now)) {
 				t.Fatalf("delete notice %+v for a runtime that is owned or protected: %+v", n, c.Record)
 			}
 		}

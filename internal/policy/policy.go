@@ -89,6 +89,10 @@ type Capabilities struct {
 	// reclaiming archives and then deletes, with notice, even a running
 	// runtime (what it holds would otherwise be lost when it sleeps).
 	IdleArchive bool
+	// Archive: an archive step keeps what the runtime holds (an export
+	// first, or the provider's own cold storage). Without it, retention
+	// is a delete (RuleRetentionDelete), never called an archive.
+	Archive bool
 }
 
 // Candidate is one runtime with everything the policies need.
@@ -240,9 +244,19 @@ func decide(in Input, tr *tracer) Output {
 
 		// Idle suspend and lifetime cap.
 		suspendRule := Code("")
-		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
+		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() && suspendDeletes(c) {
+			// Its provider deletes what is suspended, and will not let
+			// reclaimer turn that off: a delete, announced.
+			if wants(in, backend.StepDelete) {
+				suspendRule = deleteOnSuspend(&out, c, in.Now, why, acted, tr)
+			}
+		} else if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
 			if reason := suspendReason(c, in.Now); !reason.IsZero() {
 				suspendRule = reason.Code
+				if n := c.Runtime.Native; n != nil && n.DeleteOnSuspend(c.Settings.Grace) {
+					reason.Text += "; its provider would delete it upon suspension (" + deleteTimer(n) +
+						"): that timer is turned off and read back first"
+				}
 				if c.Record.Pinned || c.Runtime.Pinned != "" {
 					out.Skipped = append(out.Skipped, skip(k, backend.StepSuspend, pinReason(c)))
 					tr.add(k, reason.Code, backend.StepSuspend, Not, pinReason(c), time.Time{})
@@ -266,18 +280,19 @@ func decide(in Input, tr *tracer) Output {
 		// (archived first when it holds unsaved work), so retention has
 		// nothing to add.
 		if wants(in, backend.StepDelete) && !acted[k] && orphan(&out, c, in.Now, why, acted, tr) {
-			if tr.on(k) && wants(in, backend.StepArchive) && (effectiveRetention(c) > 0 || c.Record.Scheduled == backend.StepArchive) {
-				tr.add(k, RuleRetention, backend.StepArchive, Not, because(OrphanInstead, "an orphan: the orphan sweep decides instead"), time.Time{})
+			if step, code := retentionStep(c); tr.on(k) && wants(in, step) && (effectiveRetention(c) > 0 || c.Record.Scheduled == step) {
+				tr.add(k, code, step, Not, because(OrphanInstead, "an orphan: the orphan sweep decides instead"), time.Time{})
 			}
 			continue
 		}
+		step, code := retentionStep(c)
 		if tr.on(k) && wants(in, backend.StepDelete) && acted[k] && sweepsOrphans(c) {
 			tr.add(k, RuleOrphan, backend.StepDelete, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
 		}
-		if wants(in, backend.StepArchive) && !acted[k] {
+		if wants(in, step) && !acted[k] {
 			retention(&out, c, in.Now, why, acted, tr)
-		} else if tr.on(k) && wants(in, backend.StepArchive) && (effectiveRetention(c) > 0 || c.Record.Scheduled == backend.StepArchive) {
-			tr.add(k, RuleRetention, backend.StepArchive, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
+		} else if tr.on(k) && wants(in, step) && (effectiveRetention(c) > 0 || c.Record.Scheduled == step) {
+			tr.add(k, code, step, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
 		}
 	}
 
@@ -349,11 +364,18 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		if why := cannotRemove(c); !why.IsZero() {
 			return why
 		}
+		if r.Step == backend.StepArchive && !c.Can.Archive {
+			return because(CannotRemove, "its backend cannot archive it (an archive here would be a delete): delete it, if that is what is meant")
+		}
 		a.Paths, a.Bytes = runtimePaths(c), max(c.SizeBytes, 0)
 		acted[r.Key] = true
 	case backend.StepSuspend:
 		if !c.Can.Suspend {
 			return because(CannotSuspend, "its backend cannot suspend it")
+		}
+		if suspendDeletes(c) {
+			return because(CannotSuspend, "its provider deletes it upon suspension ("+deleteTimer(c.Runtime.Native)+
+				", which reclaimer may not change): delete it instead, if that is what is meant")
 		}
 		acted[r.Key] = true
 	case backend.StepCaches, backend.StepDependencies:
@@ -547,19 +569,32 @@ func ArchiveAfter(c *Candidate) (time.Duration, Code) {
 
 // retention announces, cancels or carries out the archive of an inactive
 // runtime (and, where idling loses the files, of an idle one: ArchiveAfter).
+//
+// Rule "an archive that is a delete is called a delete" (rules for remote
+// providers): on a backend that cannot archive (no export, no cold storage
+// of its own: E2B, an http server without archive), retention's step is a
+// delete, announced, carried out and recorded as one (RuleRetentionDelete),
+// so that the notice, the plan, the result, the journal and ls never say
+// "archived" of what is gone; its verdicts in an explanation carry that
+// rule and step too.
 func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool, tr *tracer) {
 	k := c.Runtime.Key
 	ret, rule := ArchiveAfter(c)
 	last := c.LastActive()
-	scheduled := c.Record.Scheduled == backend.StepArchive
+	step, code := retentionStep(c)
+	setting := "retention"
+	if rule == RuleIdleArchive && step == backend.StepArchive {
+		code, setting = RuleIdleArchive, "idle_suspend"
+	}
+	scheduled := c.Record.Scheduled == step
 	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
 	if rule == RuleIdleArchive && why.Code == Running {
 		// Running is the point: what it holds goes when it sleeps.
 		why = Reason{}
 	}
 	cancel := func(r Reason) {
-		out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, r))
-		tr.add(k, rule, backend.StepArchive, Cancels, r, time.Time{})
+		out.Cancel = append(out.Cancel, notice(k, step, c.Record.ScheduledDue, r))
+		tr.add(k, code, step, Cancels, r, time.Time{})
 	}
 
 	if scheduled {
@@ -579,33 +614,42 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 	if !inactive {
 		if tr.on(k) && ret > 0 {
 			if last.IsZero() {
-				tr.add(k, rule, backend.StepArchive, Not, because(NoActivity, "no activity known"), time.Time{})
+				tr.add(k, code, step, Not, because(NoActivity, "no activity known"), time.Time{})
 			} else {
 				// Announced once over the retention, archived a grace later.
 				at := last.Add(ret)
-				tr.add(k, rule, backend.StepArchive, Not, tooRecent(at.Sub(now), "inactive", now.Sub(last), string(rule), ret), at.Add(c.Settings.Grace))
+				tr.add(k, code, step, Not, tooRecent(at.Sub(now), "inactive", now.Sub(last), setting, ret), at.Add(c.Settings.Grace))
 			}
 		}
 		return
 	}
-	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
-	if rule == RuleIdleArchive {
-		reason = because(RuleIdleArchive, fmt.Sprintf("idle %s, over idle_suspend %s; its backend cannot suspend and idling loses its files: archived, then deleted",
-			human(now.Sub(last)), human(ret)))
+	text := fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret))
+	if step == backend.StepDelete {
+		text += "; its backend cannot archive it, so retention deletes it (nothing is kept)"
 	}
+	if rule == RuleIdleArchive {
+		text = fmt.Sprintf("idle %s, over idle_suspend %s; its backend cannot suspend and idling loses its files: archived, then deleted",
+			human(now.Sub(last)), human(ret))
+	}
+	reason := because(code, text)
 	if !why.IsZero() {
-		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
-		tr.blocked(k, rule, backend.StepArchive, why, c, now.Add(c.Settings.Grace))
+		out.Skipped = append(out.Skipped, skip(k, step, why))
+		tr.blocked(k, code, step, why, c, now.Add(c.Settings.Grace))
 		return
 	}
 	if why := cannotRemove(c); !why.IsZero() {
-		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
-		tr.add(k, rule, backend.StepArchive, Not, why, time.Time{})
+		out.Skipped = append(out.Skipped, skip(k, step, why))
+		tr.add(k, code, step, Not, why, time.Time{})
+		return
+	}
+	if c.Record.Scheduled != "" && !scheduled {
+		// Another notice is in force.
+		tr.add(k, code, step, Not, because(AlreadyPlanned, "another notice ("+string(c.Record.Scheduled)+") is in force"), time.Time{})
 		return
 	}
 	if !scheduled {
-		out.Schedule = append(out.Schedule, notice(k, backend.StepArchive, now.Add(c.Settings.Grace), reason))
-		tr.add(k, rule, backend.StepArchive, Announces, reason, now.Add(c.Settings.Grace))
+		out.Schedule = append(out.Schedule, notice(k, step, now.Add(c.Settings.Grace), reason))
+		tr.add(k, code, step, Announces, reason, now.Add(c.Settings.Grace))
 		return
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
@@ -614,14 +658,111 @@ func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[b
 		if g := c.Record.ScheduledAt.Add(c.Settings.Grace); g.After(due) {
 			due = g
 		}
-		tr.add(k, rule, backend.StepArchive, Due, reason, due)
+		tr.add(k, code, step, Due, reason, due)
 		return
 	}
-	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
+	out.Actions = append(out.Actions, Action{Key: k, Step: step, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem, Code: reason.Code})
+		Filesystem: c.Filesystem, Code: code})
 	acted[k] = true
-	tr.add(k, rule, backend.StepArchive, Acts, reason, now)
+	tr.add(k, code, step, Acts, reason, now)
+}
+
+// retentionStep is what retention does to c: archive where its backend
+// can, else delete.
+func retentionStep(c *Candidate) (backend.Step, Code) {
+	if c.Can.Archive {
+		return backend.StepArchive, RuleRetention
+	}
+	return backend.StepDelete, RuleRetentionDelete
+}
+
+// suspendDeletes tells whether suspending c makes its provider delete it
+// and reclaimer may not turn that timer off (rules for remote providers:
+// a step whose provider-side consequence is deletion is a delete). A
+// provider that lets reclaimer change it gets a suspend, and apply turns
+// the timer off and reads it back first.
+func suspendDeletes(c *Candidate) bool {
+	n := c.Runtime.Native
+	return n != nil && n.DeleteOnSuspend(c.Settings.Grace) && !slices.Contains(n.Can, backend.TimerDelete)
+}
+
+// deleteTimer says, in words, how the provider deletes what is suspended.
+func deleteTimer(n *backend.Lifecycle) string {
+	switch {
+	case n.IsUnknown(backend.TimerDelete):
+		return "it does not say whether it deletes what is suspended"
+	case n.Delete == backend.Immediately:
+		return "auto-delete at once"
+	}
+	return "auto-delete " + human(n.Delete) + " after the suspension, sooner than the grace period"
+}
+
+// deleteOnSuspend announces, cancels or carries out the delete that a
+// suspend of c would be. It returns the suspend rule (idle or lifetime)
+// whose reason it acted upon, if any, for the explanation of the other.
+func deleteOnSuspend(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool, tr *tracer) Code {
+	k := c.Runtime.Key
+	scheduled := c.Record.Scheduled == backend.StepDelete
+	reason := suspendReason(c, now)
+	cancel := func(r Reason) {
+		out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, r))
+		tr.add(k, RuleSuspendDeletes, backend.StepDelete, Cancels, r, time.Time{})
+	}
+	if c.Record.Scheduled != "" && !scheduled {
+		// Another notice (retention's) is in force and goes on.
+		if !reason.IsZero() {
+			tr.add(k, RuleSuspendDeletes, backend.StepDelete, Not, because(AlreadyPlanned, "another notice ("+string(c.Record.Scheduled)+") is in force"), time.Time{})
+		}
+		return reason.Code
+	}
+	switch {
+	case reason.IsZero():
+		if scheduled {
+			cancel(because(ActiveAgain, "no longer idle or over its lifetime cap"))
+		}
+		return ""
+	case !why.IsZero() && why.Code != Running && why.Code != Starting:
+		if scheduled {
+			cancel(why)
+		} else {
+			out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
+			tr.blocked(k, RuleSuspendDeletes, backend.StepDelete, why, c, now.Add(c.Settings.Grace))
+		}
+		acted[k] = true
+		return reason.Code
+	case scheduled && c.LastActive().After(c.Record.ScheduledAt):
+		cancel(because(ActiveAgain, "active again since the notice"))
+		return reason.Code
+	}
+	acted[k] = true
+	text := reason.Text + "; its provider deletes it upon suspension (" + deleteTimer(c.Runtime.Native) +
+		", which reclaimer may not change), so suspending it is deleting it"
+	r := because(RuleSuspendDeletes, text)
+	if why := cannotRemove(c); !why.IsZero() {
+		out.Skipped = append(out.Skipped, skip(k, backend.StepSuspend, because(why.Code, text+"; not done: "+why.Text)))
+		tr.add(k, RuleSuspendDeletes, backend.StepDelete, Not, why, time.Time{})
+		return reason.Code
+	}
+	if !scheduled {
+		out.Schedule = append(out.Schedule, notice(k, backend.StepDelete, now.Add(c.Settings.Grace), r))
+		tr.add(k, RuleSuspendDeletes, backend.StepDelete, Announces, r, now.Add(c.Settings.Grace))
+		return reason.Code
+	}
+	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
+		// Announced, not yet due.
+		due := c.Record.ScheduledDue
+		if g := c.Record.ScheduledAt.Add(c.Settings.Grace); g.After(due) {
+			due = g
+		}
+		tr.add(k, RuleSuspendDeletes, backend.StepDelete, Due, r, due)
+		return reason.Code
+	}
+	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepDelete, Paths: runtimePaths(c),
+		Bytes: max(c.SizeBytes, 0), Reason: text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
+		Filesystem: c.Filesystem, Code: RuleSuspendDeletes})
+	tr.add(k, RuleSuspendDeletes, backend.StepDelete, Acts, r, now)
+	return reason.Code
 }
 
 // IsOrphan tells whether c is an orphan: of a registered_only source, or
@@ -644,7 +785,7 @@ func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[back
 	scheduled := c.Record.Scheduled == backend.StepDelete
 	if !IsOrphan(c) {
 		r := because(Registered, "registered by a host")
-		if scheduled {
+		if retentionDeletes := !c.Can.Archive && effectiveRetention(c) > 0; scheduled && !retentionDeletes {
 			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, r))
 			tr.add(k, RuleOrphan, backend.StepDelete, Cancels, r, time.Time{})
 		} else if tr.on(k) {

@@ -119,11 +119,21 @@ func genCandidate(t *rapid.T, base time.Time, i, rare int, crowded bool) Candida
 			Delete:  !oneIn(t, 4, "cannotDelete"),
 			Export:  rapid.Bool().Draw(t, "canExport"),
 			Files:   !oneIn(t, 4, "noFiles"),
+			Archive: !oneIn(t, 4, "cannotArchive"),
 		},
 		Filesystem:   rapid.SampledFrom(append([]string{"fs0", "fs0", "fs1"}, fsIDs...)).Draw(t, "filesystem"),
 		Caches:       genFiles(t, dir, "cache"),
 		Dependencies: genDeps(t, dir),
 		SizeBytes:    rapid.Int64Range(-1, 5000).Draw(t, "size"),
+	}
+	if oneIn(t, 6, "deletesOnSuspend") {
+		// A provider that deletes what is suspended, which reclaimer may
+		// or may not turn off (suspend_deletes).
+		l := backend.Lifecycle{Delete: backend.Immediately}
+		if rapid.Bool().Draw(t, "canTurnOff") {
+			l.Can = []string{backend.TimerDelete}
+		}
+		c.Runtime.Native = &l
 	}
 	if crowded {
 		c.Filesystem = rapid.SampledFrom([]string{"fs0", "fs1"}).Draw(t, "crowdedFS")
@@ -423,14 +433,20 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 	steps := []backend.Step{backend.StepCaches, backend.StepDependencies, backend.StepSuspend, backend.StepDelete}
 	check(t, genOpts{requestSteps: steps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
-			if a.Step != backend.StepArchive {
+			if a.Code != RuleRetention && a.Code != RuleRetentionDelete && a.Code != RuleIdleArchive {
 				continue
 			}
 			c := candidateOf(in, a.Key)
 			r := c.Record
+			// Retention archives where the backend can, and deletes,
+			// called a delete, where it cannot.
+			step, _ := retentionStep(c)
+			if a.Step != step {
+				t.Fatalf("retention %+v: step %s, want %s (archive %v)", a, a.Step, step, c.Can.Archive)
+			}
 			last := lastActiveOf(c)
 			switch {
-			case r.Scheduled != backend.StepArchive:
+			case r.Scheduled != step:
 				t.Fatalf("archive %+v without an archive notice (scheduled %q)", a, r.Scheduled)
 			case in.Now.Before(r.ScheduledAt.Add(c.Settings.Grace)):
 				t.Fatalf("archive %+v at %v: notice at %v, grace %v", a, in.Now, r.ScheduledAt, c.Settings.Grace)
@@ -450,12 +466,13 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 		scheduled := map[backend.Key]bool{}
 		for _, n := range out.Schedule {
 			c := candidateOf(in, n.Key)
+			step, _ := retentionStep(c)
 			switch {
-			case n.Step != backend.StepArchive:
-				t.Fatalf("notice %+v for a step other than archive", n)
+			case n.Step != step:
+				t.Fatalf("notice %+v for a step other than retention's %s", n, step)
 			case !n.Due.Equal(in.Now.Add(c.Settings.Grace)):
 				t.Fatalf("notice %+v due %v, want now %v + grace %v", n, n.Due, in.Now, c.Settings.Grace)
-			case c.Record.Scheduled == backend.StepArchive:
+			case c.Record.Scheduled == step:
 				t.Fatalf("notice %+v for a runtime already announced at %v", n, c.Record.ScheduledAt)
 			case isProtected(c, in.Now):
 				t.Fatalf("notice %+v for a protected runtime", n)
@@ -476,11 +493,12 @@ func TestPropertyRetentionHonoursNotice(t *testing.T) {
 		}
 		for _, n := range out.Cancel {
 			c := candidateOf(in, n.Key)
-			if c.Record.Scheduled != backend.StepArchive || n.Step != backend.StepArchive || !n.Due.Equal(c.Record.ScheduledDue) {
+			step, _ := retentionStep(c)
+			if c.Record.Scheduled != step || n.Step != step || !n.Due.Equal(c.Record.ScheduledDue) {
 				t.Fatalf("cancel %+v of a notice not in force (record %+v)", n, c.Record)
 			}
 			for _, a := range out.Actions {
-				if a.Key == n.Key && a.Step == backend.StepArchive {
+				if a.Key == n.Key && a.Step == step && a.Code != RuleRequest {
 					t.Fatalf("cancel %+v and archive %+v in the same pass", n, a)
 				}
 			}
@@ -776,7 +794,7 @@ func TestPropertyCapabilities(t *testing.T) {
 			}
 			ok := map[backend.Step]bool{
 				backend.StepCaches: c.Can.Files, backend.StepDependencies: c.Can.Files,
-				backend.StepSuspend: c.Can.Suspend, backend.StepArchive: c.Can.Delete, backend.StepDelete: c.Can.Delete,
+				backend.StepSuspend: c.Can.Suspend, backend.StepArchive: c.Can.Delete && c.Can.Archive, backend.StepDelete: c.Can.Delete,
 			}[a.Step]
 			if !ok {
 				t.Fatalf("%+v with capabilities %+v", a, c.Can)
@@ -923,7 +941,7 @@ func TestPropertyPure(t *testing.T) {
 // exactly the protection the runtime has (decisions and the re-check
 // under the lock compare codes, never texts).
 func TestPropertyReasonsAreTyped(t *testing.T) {
-	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleOrphan, RuleIdle, RuleLifetime, RuleRequest, RuleReleased}
+	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleRetentionDelete, RuleOrphan, RuleIdle, RuleLifetime, RuleSuspendDeletes, RuleIdleArchive, RuleRequest, RuleReleased}
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
 			if !slices.Contains(rules, a.Code) {

@@ -13,13 +13,22 @@ const (
 	RuleRetention Code = "retention"    // inactive longer than the retention
 	RuleOrphan    Code = "orphan"       // no host owns it (registered_only), or its backend says nothing does
 	RuleIdle      Code = "idle_suspend" // running, idle longer than idle_suspend
+	RuleLifetime  Code = "lifetime_cap" // running longer than max_lifetime
+	RuleRequest   Code = "request"      // asked for explicitly
+	RuleReleased  Code = "released"     // the last conversation that owned it let go
+	// RuleSuspendDeletes: idle or over the lifetime cap, on a provider
+	// that deletes what is suspended (Daytona's auto-delete at once, an
+	// http server's delete timer shorter than the grace) and does not let
+	// reclaimer turn that off: a delete, with notice and grace.
+	RuleSuspendDeletes Code = "suspend_deletes"
+	// RuleRetentionDelete: inactive longer than the retention on a backend
+	// that cannot archive (no export, no cold storage of its own): a
+	// delete, announced and named as one, never called an archive.
+	RuleRetentionDelete Code = "retention_delete"
 	// RuleIdleArchive: idle longer than idle_suspend on a backend that
 	// cannot suspend and whose idling loses the files: archived, then
 	// deleted, with notice.
 	RuleIdleArchive Code = "idle_archive"
-	RuleLifetime    Code = "lifetime_cap" // running longer than max_lifetime
-	RuleRequest     Code = "request"      // asked for explicitly
-	RuleReleased    Code = "released"     // the last conversation that owned it let go
 )
 
 // Protections: why no step may touch a runtime now.

@@ -235,6 +235,9 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error
 	if err := c.breaker(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
+	if err := checkPath(r.Path); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
+	}
 	var body []byte
 	if r.Body != nil {
 		var err error
@@ -285,6 +288,31 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (http.Header, error
 		c.record(false)
 	}
 	return nil, lastErr
+}
+
+// ErrBadID is a runtime id that cannot name one path segment.
+var ErrBadID = fmt.Errorf("not a usable runtime id: %w", backend.ErrProtected)
+
+// checkPath enforces the rule "an id is one path segment, or it is
+// refused" (rules for remote providers, docs/backends.md): a segment that
+// is empty, "." or ".." once unescaped would make the server's router
+// (or a proxy before it) resolve another resource ("POST
+// /sandboxes/../pause"), so no request carrying one is sent. A "/" inside
+// an id is escaped by url.PathEscape (%2F) and stays within its segment.
+func checkPath(p string) error {
+	for i, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		u, err := url.PathUnescape(seg)
+		if err != nil {
+			return fmt.Errorf("segment %q: %w", seg, ErrBadID)
+		}
+		switch {
+		case u == "." || u == "..":
+			return fmt.Errorf("segment %q: %w", seg, ErrBadID)
+		case u == "" && i > 0:
+			return fmt.Errorf("an empty segment: %w", ErrBadID)
+		}
+	}
+	return nil
 }
 
 func retryable(err error) bool {

@@ -574,3 +574,40 @@ func TestCloudflareRuntimesAreTheRegisteredNames(t *testing.T) {
 		t.Fatalf("%d calls woke sandboxes", n)
 	}
 }
+
+// TestStartSyncsTimersBeforeTheFirstPass: the daemon turns off a
+// provider's deletion upon stop (Daytona's auto-delete 0) before its first
+// pass may stop anything, and the idle sandbox is stopped, not deleted.
+func TestStartSyncsTimersBeforeTheFirstPass(t *testing.T) {
+	dir := t.TempDir()
+	fd := fakes.NewDaytona(t, "dtn-key-123456", time.Now)
+	now := time.Now().UTC()
+	fd.Add(fakes.DaytonaSandbox{ID: "d1", State: "started", Labels: map[string]string{"pool": "agents"}, CreatedAt: now.Add(-3 * time.Hour),
+		LastActivity: now.Add(-2 * time.Hour), AutoStop: 0, AutoDelete: 0})
+	t.Setenv("DAYTONA_API_KEY", "dtn-key-123456")
+	cfg := writeConfig(t, dir, "", "[policy]\nidle_suspend = \"45m\"\n[[daytona]]\nendpoint = \""+fd.URL+"\"\nlabels = { pool = \"agents\" }\nrate = 100\n")
+	var mu sync.Mutex
+	var kinds []string
+	h := startDaemon(t, dir, cfg, server.Options{Events: func(e server.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == "native" || (e.Kind == "pass" && !e.Pass.Request.DryRun) {
+			kinds = append(kinds, e.Kind)
+		}
+	}})
+	h.waitStartPass()
+	if s, ok := fd.Get("d1"); !ok || s.State != "stopped" {
+		t.Fatalf("the idle sandbox is %+v, want stopped", s)
+	}
+	if why := fd.Deleted("d1"); why != "" {
+		t.Fatalf("the sandbox was deleted: %s", why)
+	}
+	if s, _ := fd.Get("d1"); s.AutoDelete != -1 {
+		t.Errorf("auto-delete %d, want off", s.AutoDelete)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kinds) < 2 || kinds[0] != "native" || kinds[1] != "pass" {
+		t.Errorf("start order %v, want native sync before the first pass", kinds)
+	}
+}

@@ -175,6 +175,12 @@ func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
 		return
 	}
 	d.recoverLeaderEntries(ctx)
+	if trigger == "start" {
+		// Native sync first at start (rules for remote providers: turn
+		// off what deletes before anything suspends): a provider timer
+		// that deletes what is stopped is off before the first pass.
+		d.syncNative(ctx)
+	}
 	// The pass logs itself (logPass); a pass that could not start (one
 	// already running, a stop) is not a pass.
 	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil &&

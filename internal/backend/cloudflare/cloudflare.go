@@ -454,3 +454,6 @@ var (
 func (b *Backend) IdleLosesFiles() string {
 	return "a sleeping Cloudflare sandbox loses every file: idle reclaiming archives it (persist, read back), then destroys it"
 }
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

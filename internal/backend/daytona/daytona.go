@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -172,6 +173,10 @@ func (b *Backend) Suspend(ctx context.Context, rt backend.Runtime, _ backend.Sus
 	return nil
 }
 
+// KeepsArchive: Daytona's archive keeps the whole sandbox in its cold
+// storage, and starting it brings it back.
+func (b *Backend) KeepsArchive() bool { return true }
+
 // Delete archives the sandbox to cold storage for StepArchive, and deletes
 // it otherwise. A sandbox already gone is not an error.
 func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
@@ -188,26 +193,29 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	return nil
 }
 
-func minutes(f *float64) float64 {
-	if f == nil {
-		return 0
-	}
-	return *f
-}
-
+// lifecycleOf reads a sandbox's intervals. An interval the answer omits
+// (they are optional in Daytona's document) is unknown, never off: an
+// answer without autoDeleteInterval says nothing about whether Daytona
+// deletes the sandbox when it stops (rules for remote providers).
 func lifecycleOf(s sandbox) backend.Lifecycle {
 	l := backend.Lifecycle{Can: []string{backend.TimerIdleSuspend, backend.TimerIdlePause, backend.TimerArchive, backend.TimerDelete, backend.TimerTouch}}
-	if m := minutes(s.AutoStop); m > 0 {
-		l.IdleSuspend = time.Duration(m * float64(time.Minute))
+	delay := func(name string, m *float64) time.Duration {
+		if m == nil {
+			l.Unknown = append(l.Unknown, name)
+			return 0
+		}
+		if *m > 0 {
+			return time.Duration(*m * float64(time.Minute))
+		}
+		return 0
 	}
-	if m := minutes(s.AutoPause); m > 0 {
-		l.IdlePause = time.Duration(m * float64(time.Minute))
-	}
-	if m := minutes(s.AutoArchive); m > 0 {
-		l.Archive = time.Duration(m * float64(time.Minute))
-	}
+	l.IdleSuspend = delay(backend.TimerIdleSuspend, s.AutoStop)
+	l.IdlePause = delay(backend.TimerIdlePause, s.AutoPause)
+	l.Archive = delay(backend.TimerArchive, s.AutoArchive)
 	switch m := s.AutoDelete; {
-	case m == nil || *m < 0:
+	case m == nil:
+		l.Unknown = append(l.Unknown, backend.TimerDelete)
+	case *m < 0:
 	case *m == 0:
 		l.Delete = backend.Immediately
 	default:
@@ -221,8 +229,16 @@ func toMinutes(d time.Duration) int64 {
 	return max(1, int64((d+time.Minute-1)/time.Minute))
 }
 
-// Lifecycle reads the intervals, writes those of opts.Set that differ, and
-// records activity when opts.Touch is set.
+// Lifecycle reads the intervals, writes those of opts.Set that differ (or
+// that Daytona did not report), and records activity when opts.Touch is
+// set.
+//
+// Writing follows the rule "turn off what deletes first, then read back"
+// (rules for remote providers): Daytona takes one interval a call, so the
+// auto-delete goes first, then auto-archive, auto-pause and auto-stop;
+// after the writes, or at the first that fails, the sandbox is read again
+// and what it now says is returned (with the error, if any). A write's own
+// answer is not taken as the state: it may omit what it did not change.
 func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
 	var cur backend.Lifecycle
 	if opts.Current != nil {
@@ -247,55 +263,53 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 		return cur, nil
 	}
 	want := *opts.Set
-	set := func(what string, value int64) error {
-		path := sandboxPath(rt.ID) + "/" + what + "/" + strconv.FormatInt(value, 10)
-		var got sandbox
-		if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: path}, &got); err != nil {
-			return fmt.Errorf("set %s of daytona sandbox %s: %w", what, rt.ID, err)
-		}
-		cur = lifecycleOf(got)
-		return nil
+	type write struct {
+		name, what string
+		differs    bool
+		value      int64
 	}
-	if want.IdleSuspend != cur.IdleSuspend {
-		v := int64(0) // 0: disabled
-		if want.IdleSuspend > 0 {
-			v = toMinutes(want.IdleSuspend)
+	off := func(d time.Duration, disabled int64) int64 {
+		if d > 0 {
+			return toMinutes(d)
 		}
-		if err := set("autostop", v); err != nil {
-			return cur, err
-		}
+		return disabled
 	}
-	if want.IdlePause != cur.IdlePause {
-		v := int64(0) // 0: disabled
-		if want.IdlePause > 0 {
-			v = toMinutes(want.IdlePause)
-		}
-		if err := set("autopause", v); err != nil {
-			return cur, err
-		}
+	del := int64(-1) // negative: disabled
+	switch {
+	case want.Delete == backend.Immediately:
+		del = 0
+	case want.Delete > 0:
+		del = toMinutes(want.Delete)
 	}
-	if want.Archive != cur.Archive {
-		v := int64(0) // 0: the provider's maximum, "never"
-		if want.Archive > 0 {
-			v = toMinutes(want.Archive)
-		}
-		if err := set("autoarchive", v); err != nil {
-			return cur, err
-		}
+	writes := []write{
+		{backend.TimerDelete, "autodelete", want.Delete != cur.Delete, del},
+		{backend.TimerArchive, "autoarchive", want.Archive != cur.Archive, off(want.Archive, 0)}, // 0: the provider's maximum, "never"
+		{backend.TimerIdlePause, "autopause", want.IdlePause != cur.IdlePause, off(want.IdlePause, 0)},
+		{backend.TimerIdleSuspend, "autostop", want.IdleSuspend != cur.IdleSuspend, off(want.IdleSuspend, 0)},
 	}
-	if want.Delete != cur.Delete {
-		v := int64(-1) // negative: disabled
-		switch {
-		case want.Delete == backend.Immediately:
-			v = 0
-		case want.Delete > 0:
-			v = toMinutes(want.Delete)
+	wrote := false
+	var werr error
+	for _, w := range writes {
+		if !w.differs && !(cur.IsUnknown(w.name) && !want.IsUnknown(w.name)) {
+			continue
 		}
-		if err := set("autodelete", v); err != nil {
-			return cur, err
+		wrote = true
+		path := sandboxPath(rt.ID) + "/" + w.what + "/" + strconv.FormatInt(w.value, 10)
+		if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: path}, nil); err != nil {
+			werr = fmt.Errorf("set %s of daytona sandbox %s: %w", w.what, rt.ID, err)
+			break // what follows would not make deletion later; stop here
 		}
 	}
-	return cur, nil
+	if !wrote {
+		return cur, nil
+	}
+	s, err := b.get(ctx, rt.ID)
+	if err != nil {
+		unknown := cur
+		unknown.Unknown = slices.Clone(backend.Timers[:4])
+		return unknown, errors.Join(werr, fmt.Errorf("read back: %w", err))
+	}
+	return lifecycleOf(s), werr
 }
 
 var (
@@ -304,4 +318,8 @@ var (
 	_ backend.Suspender       = (*Backend)(nil)
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
+	_ backend.ColdStorage     = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

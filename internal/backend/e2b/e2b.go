@@ -274,11 +274,21 @@ func (b *Backend) Lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	secs := int64((d + time.Second - 1) / time.Second)
 	_, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPost, Path: "/sandboxes/" + url.PathEscape(rt.ID) + "/timeout",
 		Body: map[string]int64{"timeout": secs}}, nil)
+	// Read the sandbox back, after a failure too: what is reported is
+	// what E2B now says, not what was asked for (rules for remote
+	// providers).
+	s, rerr := b.get(ctx, rt.ID)
 	if err != nil {
-		return cur, fmt.Errorf("set timeout of e2b sandbox %s: %w", rt.ID, err)
+		err = fmt.Errorf("set timeout of e2b sandbox %s: %w", rt.ID, err)
 	}
-	cur.Deadline = b.now().Add(time.Duration(secs) * time.Second).UTC()
-	return cur, nil
+	if rerr != nil {
+		cur.Unknown = []string{backend.TimerDeadline}
+		return cur, errors.Join(err, fmt.Errorf("read back: %w", rerr))
+	}
+	if s.State != "running" {
+		return backend.Lifecycle{}, err
+	}
+	return backend.Lifecycle{Deadline: s.EndAt.UTC(), DeadlineStep: s.timeoutStep(), Can: []string{backend.TimerDeadline}}, err
 }
 
 // String names the backend and its selector in messages.
@@ -293,3 +303,6 @@ var (
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

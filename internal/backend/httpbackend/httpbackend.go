@@ -215,17 +215,30 @@ func (b *Backend) suspend(ctx context.Context, rt backend.Runtime, opts backend.
 	return nil
 }
 
+// KeepsArchive tells whether the server advertised archive (mode=archive
+// keeps a restorable copy). Unknown, before the capabilities were read,
+// is no: retention then deletes, and says so.
+func (b *Backend) KeepsArchive() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ops[OpArchive] && b.ops[OpDelete]
+}
+
 // remove removes the runtime; for StepArchive on a server that supports
-// it, the server archives it to its own storage instead.
+// it, the server archives it to its own storage instead. StepArchive on a
+// server without archive is refused: the engine never calls a delete an
+// archive.
 func (b *Backend) remove(ctx context.Context, rt backend.Runtime, opts backend.DeleteOptions) error {
 	if err := b.need(ctx, OpDelete, "delete "+rt.ID); err != nil {
 		return err
 	}
 	q := url.Values{}
 	if opts.Step == backend.StepArchive {
-		if ops, _ := b.Capabilities(ctx); ops[OpArchive] {
-			q.Set("mode", "archive")
+		if ops, _ := b.Capabilities(ctx); !ops[OpArchive] {
+			return fmt.Errorf("archive %s: the server at %s does not keep archives (only a delete would remove it): %w",
+				rt.ID, b.Client.Endpoint(), errors.ErrUnsupported)
 		}
+		q.Set("mode", "archive")
 	}
 	_, err := b.Client.Do(ctx, remote.Request{Method: http.MethodDelete, Path: runtimePath(rt.ID), Query: q}, nil)
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
@@ -250,16 +263,26 @@ func seconds(p *int64) time.Duration {
 	return time.Duration(*p) * time.Second
 }
 
+// lifecycle reads a timers document. A timer the server leaves out is
+// unknown, not off; a deadline without deadline_action is taken as one
+// that deletes (unknown is delete: it is reported and only ever extended,
+// never shortened). Both are rules for remote providers.
 func (d lifecycleDoc) lifecycle(write, touch bool) backend.Lifecycle {
 	l := backend.Lifecycle{IdleSuspend: seconds(d.IdleSuspend), Archive: seconds(d.Archive), Delete: seconds(d.Delete)}
+	for name, p := range map[string]*int64{backend.TimerIdleSuspend: d.IdleSuspend, backend.TimerArchive: d.Archive, backend.TimerDelete: d.Delete} {
+		if p == nil {
+			l.Unknown = append(l.Unknown, name)
+		}
+	}
+	slices.Sort(l.Unknown)
 	if d.Delete != nil && *d.Delete == -1 {
 		l.Delete = backend.Immediately
 	}
 	if d.Deadline != nil {
 		l.Deadline = d.Deadline.UTC()
-		l.DeadlineStep = backend.StepSuspend
-		if d.DeadlineAction == "delete" {
-			l.DeadlineStep = backend.StepDelete
+		l.DeadlineStep = backend.StepDelete
+		if d.DeadlineAction == "suspend" {
+			l.DeadlineStep = backend.StepSuspend
 		}
 	}
 	if write {
@@ -315,13 +338,17 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	}
 	want, change, n := *opts.Set, lifecycleDoc{}, 0
 	can := func(t string) bool { return slices.Contains(cur.Can, t) }
-	if want.IdleSuspend != cur.IdleSuspend && can(backend.TimerIdleSuspend) {
+	// A timer the server did not report is written whatever it seems.
+	differs := func(name string, a, b time.Duration) bool {
+		return (a != b || (cur.IsUnknown(name) && !want.IsUnknown(name))) && can(name)
+	}
+	if differs(backend.TimerIdleSuspend, want.IdleSuspend, cur.IdleSuspend) {
 		change.IdleSuspend, n = secondsOf(want.IdleSuspend), n+1
 	}
-	if want.Archive != cur.Archive && can(backend.TimerArchive) {
+	if differs(backend.TimerArchive, want.Archive, cur.Archive) {
 		change.Archive, n = secondsOf(want.Archive), n+1
 	}
-	if want.Delete != cur.Delete && can(backend.TimerDelete) {
+	if differs(backend.TimerDelete, want.Delete, cur.Delete) {
 		change.Delete, n = secondsOf(want.Delete), n+1
 	}
 	if !want.Deadline.IsZero() && !want.Deadline.Equal(cur.Deadline) && can(backend.TimerDeadline) {
@@ -337,12 +364,25 @@ func (b *Backend) lifecycle(ctx context.Context, rt backend.Runtime, opts backen
 	}
 	var got lifecycleDoc
 	if _, err := b.Client.Do(ctx, remote.Request{Method: http.MethodPut, Path: runtimePath(rt.ID) + "/lifecycle", Body: change}, &got); err != nil {
-		return cur, fmt.Errorf("set timers of %s: %w", rt.ID, err)
+		werr := fmt.Errorf("set timers of %s: %w", rt.ID, err)
+		// Report what the server now says, not what was asked for: a
+		// write that failed may have half happened.
+		var back lifecycleDoc
+		if _, rerr := b.Client.Do(ctx, remote.Request{Method: http.MethodGet, Path: runtimePath(rt.ID) + "/lifecycle"}, &back); rerr != nil {
+			unknown := cur
+			unknown.Unknown = []string{backend.TimerArchive, backend.TimerDelete, backend.TimerIdleSuspend}
+			return unknown, errors.Join(werr, fmt.Errorf("read back: %w", rerr))
+		}
+		return back.lifecycle(ops[OpLifecycleWrite], ops[OpTouch]), werr
 	}
 	return got.lifecycle(ops[OpLifecycleWrite], ops[OpTouch]), nil
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Lister  = (*Backend)(nil)
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Lister      = (*Backend)(nil)
+	_ backend.ColdStorage = (*Backend)(nil)
 )
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

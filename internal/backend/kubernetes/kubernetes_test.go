@@ -166,10 +166,19 @@ func (e *env) retire(t *testing.T, id string) plan.Result {
 	if len(p.Scheduled) != 1 || p.Scheduled[0].Runtime != id {
 		t.Fatalf("first pass: want a notice for %s: scheduled %+v, actions %+v, skipped %+v", id, p.Scheduled, p.Actions, p.Skipped)
 	}
+	// With archive = "none" the backend cannot archive: retention is a
+	// delete, announced and named as one (never "archived").
+	want := backend.StepArchive
+	if !backend.CanArchive(e.b) {
+		want = backend.StepDelete
+	}
+	if p.Scheduled[0].Step != want {
+		t.Fatalf("first pass: notice of %s, want %s", p.Scheduled[0].Step, want)
+	}
 	e.clock.Advance(2 * time.Hour)
 	p, res := e.pass(t)
-	if got := actionsOf(p); got[id] != backend.StepArchive {
-		t.Fatalf("second pass: want an archive of %s: %+v, skipped %+v", id, p.Actions, p.Skipped)
+	if got := actionsOf(p); got[id] != want {
+		t.Fatalf("second pass: want a %s of %s: %+v, skipped %+v", want, id, p.Actions, p.Skipped)
 	}
 	return outcome(res, id)
 }
@@ -313,7 +322,7 @@ func TestVolumeUsedByAPodIsReportedNotForced(t *testing.T) {
 	e.pass(t)
 	e.clock.Advance(2 * time.Hour)
 	p, res := e.pass(t)
-	if got := actionsOf(p); got["old"] != backend.StepArchive || outcome(res, "old").Outcome != plan.Done {
+	if got := actionsOf(p); got["old"] != backend.StepDelete || outcome(res, "old").Outcome != plan.Done {
 		t.Fatalf("after the pod went: %+v %+v scheduled %+v skipped %+v", p.Actions, res.Results, p.Scheduled, p.Skipped)
 	}
 	e.waitGone(t, "old")

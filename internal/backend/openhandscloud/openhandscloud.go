@@ -408,3 +408,6 @@ func (b *Backend) NativeExplanation() string {
 }
 
 var _ backend.NativeExplainer = (*Backend)(nil)
+
+// ProviderClock says that this backend's times are its provider's.
+func (b *Backend) ProviderClock() string { return Name }

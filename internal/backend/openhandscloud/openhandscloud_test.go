@@ -148,9 +148,14 @@ func TestRetentionForcedPathKeepsConversations(t *testing.T) {
 	if !e.f.Conversation("c-stale") {
 		t.Fatal("the forced path deleted the conversation (its transcript)")
 	}
+	// OpenHands Cloud keeps no archive of a sandbox: retention deleted
+	// it, and every record says so (never "archived").
+	if got := actions(p); got["stale"] != backend.StepDelete {
+		t.Errorf("retention's step %q, want delete", got["stale"])
+	}
 	// The record knows which conversations used it.
 	rec, err := e.store.Runtime(context.Background(), ledger.Key{Source: "openhands-cloud[0]", Backend: "openhands-cloud", ID: "stale"})
-	if err != nil || rec.State != string(backend.StateArchived) {
+	if err != nil || rec.State != string(backend.StateDeleted) {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,15 @@ type HTTPRuntime struct {
 	SuspendedAt  time.Time
 	// Timers in seconds (0 off; Delete -1: at once upon suspension).
 	IdleSuspend, Archive, Delete int64
+	// Deadline, when set, is an absolute timer; DeadlineAction what it
+	// does then ("suspend", "delete", or "" for a server that does not
+	// say, which the document allows).
+	Deadline       time.Time
+	DeadlineAction string
+	// Changeable, when not nil, replaces the timers the server lets
+	// reclaimer change (default idle_suspend, archive, delete, and
+	// deadline where there is one).
+	Changeable []string
 }
 
 // HTTPServer is a server of reclaimer's http backend protocol that checks
@@ -130,7 +140,11 @@ func (f *HTTPServer) handle(w http.ResponseWriter, r *http.Request, p map[string
 		f.list(w, r)
 		return
 	}
-	id := p["id"]
+	id, err := url.PathUnescape(p["id"]) // the route gives the segment as sent
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "bad id")
+		return
+	}
 	rt := f.runtimes[id]
 	if rt == nil {
 		if r.Method == http.MethodDelete {
@@ -205,6 +219,9 @@ func (f *HTTPServer) handle(w http.ResponseWriter, r *http.Request, p map[string
 		if ch.Delete != nil {
 			rt.Delete = *ch.Delete
 		}
+		if ch.Deadline != nil {
+			rt.Deadline = ch.Deadline.UTC()
+		}
 		writeJSON(w, http.StatusOK, f.lifecycle(rt))
 	default:
 		httpError(w, http.StatusNotFound, "no such operation")
@@ -212,8 +229,22 @@ func (f *HTTPServer) handle(w http.ResponseWriter, r *http.Request, p map[string
 }
 
 func (f *HTTPServer) lifecycle(rt *HTTPRuntime) map[string]any {
-	return map[string]any{"idle_suspend_seconds": rt.IdleSuspend, "archive_seconds": rt.Archive, "delete_seconds": rt.Delete,
-		"changeable": []string{"idle_suspend", "archive", "delete"}}
+	changeable := []string{"idle_suspend", "archive", "delete"}
+	if !rt.Deadline.IsZero() {
+		changeable = append(changeable, "deadline")
+	}
+	if rt.Changeable != nil {
+		changeable = rt.Changeable
+	}
+	m := map[string]any{"idle_suspend_seconds": rt.IdleSuspend, "archive_seconds": rt.Archive, "delete_seconds": rt.Delete,
+		"changeable": changeable}
+	if !rt.Deadline.IsZero() {
+		m["deadline"] = rt.Deadline.UTC().Format(time.RFC3339)
+		if rt.DeadlineAction != "" {
+			m["deadline_action"] = rt.DeadlineAction
+		}
+	}
+	return m
 }
 
 func (f *HTTPServer) doc(rt *HTTPRuntime) map[string]any {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,12 @@ type contract struct {
 	retryAfter string
 	calls      map[string]int // "METHOD template" → count
 	total      int
+	// opFaults answer the next requests of one operation with a status
+	// (a 503 on a narrowed read only); mangles rewrite the answers of one
+	// operation after they were validated: the misbehaviour a test asks
+	// for is the only thing outside the spec.
+	opFaults map[string][]int
+	mangles  map[string]func([]byte) []byte
 	// bend, when set, bends answers (Bend); intercept answers
 	// in the fake's stead (Intercept).
 	bend      func(op string, a *Answer) bool
@@ -171,6 +178,36 @@ func (c *contract) RetryAfter(secs int) {
 	c.retryAfter = strconv.Itoa(secs)
 }
 
+// FailOp answers the next n requests of op ("METHOD /template") with
+// status; other operations are answered as usual.
+func (c *contract) FailOp(op string, status, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opFaults == nil {
+		c.opFaults = map[string][]int{}
+	}
+	for range n {
+		c.opFaults[op] = append(c.opFaults[op], status)
+	}
+}
+
+// Misbehave rewrites every answer of op ("METHOD /template") with fn, after
+// the fake's own answer was checked against the spec: a test tells a fake
+// to misbehave in one way (drop a field, send an id that is not one), and
+// the contract stays checked for everything else. A nil fn behaves again.
+func (c *contract) Misbehave(op string, fn func(body []byte) []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mangles == nil {
+		c.mangles = map[string]func([]byte) []byte{}
+	}
+	if fn == nil {
+		delete(c.mangles, op)
+		return
+	}
+	c.mangles[op] = fn
+}
+
 // Calls returns how often "METHOD /template" was called.
 func (c *contract) Calls(op string) int {
 	c.mu.Lock()
@@ -210,7 +247,10 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	var fault int
 	if len(c.faults) > 0 {
 		fault, c.faults = c.faults[0], c.faults[1:]
+	} else if f := c.opFaults[op]; len(f) > 0 {
+		fault, c.opFaults[op] = f[0], f[1:]
 	}
+	mangle := c.mangles[op]
 	retryAfter := c.retryAfter
 	bend, intercept := c.bend, c.intercept
 	c.mu.Unlock()
@@ -270,9 +310,30 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	if err := openapi3filter.ValidateResponse(r.Context(), rin); err != nil {
 		c.t.Errorf("%s fake: its own answer does not match the spec: %s -> %d: %v", c.name, op, res.StatusCode, err)
 	}
+	if mangle != nil && fault == 0 {
+		out = mangle(out)
+		res.Header.Del("Content-Length")
+	}
 	for k, v := range res.Header {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(res.StatusCode)
 	w.Write(out)
+}
+
+// EditJSON is a Misbehave function that decodes an answer, lets edit
+// change it (an object is a map[string]any, a list []any of them) and
+// return what is sent instead, and encodes that.
+func EditJSON(edit func(doc any) any) func([]byte) []byte {
+	return func(body []byte) []byte {
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return body
+		}
+		out, err := json.Marshal(edit(doc))
+		if err != nil {
+			return body
+		}
+		return out
+	}
 }
