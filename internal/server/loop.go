@@ -57,6 +57,9 @@ func (d *Daemon) onPass(rep ops.PassReport) {
 		level("pass", "trigger", rep.Request.Trigger, "plan", planID, "freed_bytes", freed, "failed", failed,
 			"took", rep.Took.Round(time.Millisecond).String(), "err", rep.Err)
 	}
+	if d.dash != nil && !rep.Request.DryRun {
+		d.dash.Publish("pass")
+	}
 	d.event(Event{Kind: "pass", Pass: &rep})
 }
 
