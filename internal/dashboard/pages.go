@@ -123,7 +123,7 @@ type scheduledData struct {
 }
 
 func (d *Dashboard) scheduled(w http.ResponseWriter, r *http.Request, s *session) {
-	list, err := d.opts.App.Runtimes(r.Context(), ops.RuntimeQuery{Scheduled: true, Sort: "due"})
+	list, err := d.opts.App.Runtimes(r.Context(), ops.RuntimeQuery{Scheduled: true, Sort: "due", Sizes: true})
 	if err != nil {
 		d.fail(w, r, s, 0, err)
 		return
