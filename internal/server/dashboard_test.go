@@ -373,10 +373,36 @@ func TestDashboardEvents(t *testing.T) {
 	for lines.Scan() && lines.Text() != ": connected" {
 	}
 	h.pass(openapi.PassRequest{})
-	for lines.Scan() {
-		if lines.Text() == "event: pass" {
-			return
-		}
+	for lines.Scan() && lines.Text() != "event: pass" {
 	}
-	t.Fatalf("no pass event: %v", lines.Err())
+	if lines.Err() != nil {
+		t.Fatalf("no pass event: %v", lines.Err())
+	}
+	// A stop does not wait for open pages: the stream ends, the daemon
+	// stops at once.
+	start := time.Now()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the stop took %v with an event stream open", took)
+	}
+}
+
+// TestDashboardProblems: a source that could not be read is at the top of
+// the overview, in red.
+func TestDashboardProblems(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-repo")
+	h := startDaemon(t, dir, writeConfig(t, dir, "", "[[worktrees]]\nrepo = \""+missing+"\"\n"), server.Options{})
+	h.waitStartPass()
+	b := newBrowser(t, h.url)
+	b.login(h.token)
+	_, page := b.do("GET", "/", nil)
+	i, j := strings.Index(page, `class="problems"`), strings.Index(page, `id="fs-h"`)
+	if i < 0 || j < 0 || i > j || !strings.Contains(page[i:j], missing) {
+		t.Fatalf("the overview does not put the unreadable source first:\n%s", page)
+	}
 }
