@@ -165,10 +165,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.screenshot("login")
 	b.do(chromedp.SendKeys(chromedp.CSS("#token"), "not the token"), chromedp.Click(chromedp.CSS("form.login button")),
 		chromedp.WaitVisible(chromedp.CSS("#login-error")))
-	b.do(chromedp.SendKeys(chromedp.CSS("#token"), h.token), chromedp.Click(chromedp.CSS("form.login button")),
-		chromedp.WaitVisible(chromedp.CSS("#scheduled-table")))
+	// With the keyboard only: the field has the focus, Enter submits.
+	if focused := eval[string](b, `document.activeElement.id`); focused != "token" {
+		t.Errorf("the login form opens with the focus on %q", focused)
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS("#token"), h.token+"\r"), chromedp.WaitVisible(chromedp.CSS("#scheduled-table")))
 	if p := b.path(); p != "/scheduled" {
 		t.Fatalf("after logging in at %s, not where the login was asked for", p)
+	}
+	// The first Tab reaches the skip link, and it leads to the content.
+	b.do(chromedp.KeyEvent("\t"))
+	if first := eval[string](b, `document.activeElement.className`); first != "skip" {
+		t.Errorf("the first Tab focuses %q, not the skip link", first)
 	}
 	if httpOnly := eval[bool](b, `document.cookie.indexOf('reclaimer_session') < 0`); !httpOnly {
 		t.Fatal("the page's script can read the session cookie")
