@@ -88,8 +88,10 @@
   function schedule(ms) {
     if (!pending) { pending = setTimeout(refresh, ms); }
   }
+  // A pass changes what most pages show: soon. Activity arrives in bursts
+  // on a busy host: at most one reload in a few seconds for it.
   var es = new EventSource('/events');
   es.addEventListener('pass', function () { schedule(200); });
-  es.addEventListener('activity', function () { schedule(1000); });
+  es.addEventListener('activity', function () { schedule(5000); });
   es.addEventListener('open', function () { body.dataset.events = 'open'; });
 })();
