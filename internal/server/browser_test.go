@@ -123,6 +123,58 @@ func (b *tab) fitsWidth() bool {
 	return eval[bool](b, `document.documentElement.scrollWidth <= window.innerWidth + 1`)
 }
 
+// a11yProblems checks the page's accessible basics: one h1 and no
+// heading level skipped, a label for every field and words on every
+// button and link, and text contrast of at least 4.5:1 (WCAG AA) against
+// the background it is drawn on.
+const a11yProblems = `(() => {
+  const out = [];
+  const hs = Array.from(document.querySelectorAll('h1, h2, h3, h4, h5, h6'));
+  if (hs.filter(h => h.tagName === 'H1').length !== 1) out.push('not exactly one h1');
+  let level = 0;
+  for (const h of hs) {
+    const l = Number(h.tagName[1]);
+    if (l > level + 1) out.push('heading ' + h.tagName + ' "' + h.textContent.trim() + '" skips a level');
+    level = l;
+  }
+  for (const f of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+    if (f.labels.length === 0 && !f.getAttribute('aria-label')) out.push('field ' + (f.id || f.name) + ' has no label');
+  }
+  for (const b of document.querySelectorAll('button, a')) {
+    if (!(b.getAttribute('aria-label') || b.textContent.trim())) out.push(b.tagName + ' without words');
+  }
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const bgOf = el => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  for (const el of document.querySelectorAll('body *')) {
+    if (!el.offsetParent && el.tagName !== 'BODY') continue;
+    const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own) continue;
+    const fg = rgb(getComputedStyle(el).color).slice(0, 3);
+    const a = lum(fg), b = lum(bgOf(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) out.push('contrast ' + ratio.toFixed(2) + ' of ' + el.tagName + ' "' + el.textContent.trim().slice(0, 30) + '"');
+  }
+  return out;
+})()`
+
+// accessible fails the test with the page's accessibility problems.
+func (b *tab) accessible(page string) {
+	b.t.Helper()
+	if ps := eval[[]string](b, a11yProblems); len(ps) > 0 {
+		b.t.Errorf("%s: %s", page, strings.Join(ps, "; "))
+	}
+}
+
 // statusJSON is `reclaimer --server URL status --json`.
 func statusJSON(t *testing.T, h *daemon) views.Status {
 	t.Helper()
@@ -163,6 +215,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("without a session at %s", p)
 	}
 	b.screenshot("login")
+	b.accessible("login")
 	b.do(chromedp.SendKeys(chromedp.CSS("#token"), "not the token"), chromedp.Click(chromedp.CSS("form.login button")),
 		chromedp.WaitVisible(chromedp.CSS("#login-error")))
 	// With the keyboard only: the field has the focus, Enter submits.
@@ -211,6 +264,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("reclaimable now: overview %s, status --json %d", total, st.ReclaimableBytes)
 	}
 	b.screenshot("overview")
+	b.accessible("overview")
 
 	// Live: a pass ending updates the open page over EventSource.
 	run(b, chromedp.Poll[bool](`document.body.dataset.events === 'open'`, chromedp.WithPollingTimeout(20*time.Second)))
@@ -220,6 +274,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The runtimes table links each runtime to its page.
 	b.open("/runtimes")
 	b.screenshot("runtimes")
+	b.accessible("runtimes")
 	b.do(chromedp.Click(chromedp.CSS(`tr[data-id="conv2:repo"] a.explain`)), chromedp.WaitVisible(chromedp.CSS("#decision")))
 	if h1 := run(b, chromedp.Text(chromedp.CSS("h1"))); h1 != "worktree/conv2:repo" {
 		t.Fatalf("the runtime's page is of %q", h1)
@@ -228,11 +283,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the runtime's page says it is announced: %q", got)
 	}
 	b.screenshot("runtime")
+	b.accessible("runtime")
 
 	// Pin on the scheduled page: the ledger says pinned, nothing is
 	// announced any more, and the row is gone.
 	b.open("/scheduled")
 	b.screenshot("scheduled")
+	b.accessible("scheduled")
 	conv1 := h.runtime("conv1:repo")
 	key := backend.Key{Source: conv1.Source, Backend: conv1.Backend, ID: conv1.ID}
 	b.do(chromedp.Click(chromedp.CSS(`tr[data-id="conv1:repo"] button.pin`)), chromedp.WaitVisible(chromedp.CSS(".flash")),
@@ -254,6 +311,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the refusal says %q", msg)
 	}
 	b.screenshot("refused")
+	b.accessible("refused")
 	status := eval[int](b, `fetch('/actions/lease', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},
 		body: new URLSearchParams({id: 'conv2:repo', backend: 'worktree', source: `+jsString(conv1.Source)+`})}).then(r => r.status)`)
 	if status != 403 {
@@ -266,11 +324,13 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	b.open("/archives")
 	b.screenshot("archives")
+	b.accessible("archives")
 	b.open("/journal")
 	if n := eval[int](b, `document.querySelectorAll('#journal-table tbody tr').length`); n == 0 {
 		t.Error("the journal is empty")
 	}
 	b.screenshot("journal")
+	b.accessible("journal")
 
 	// 390 pixels wide: nothing scrolls sideways.
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
