@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -322,7 +323,37 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("a refused change changed the runtime: %+v", conv2)
 	}
 
+	// Reclaim now asks first; accepted, the announced archive of run-b
+	// happens at once, and the archives page has the command that brings
+	// it back.
+	dialogs := chromedp.Events(b.ctx, page.JavascriptDialogOpening)
+	asked := make(chan string, 1)
+	go func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			asked <- ev.Message
+			_, _ = chromedp.Call(b.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			return
+		}
+	}()
+	b.open("/scheduled")
+	b.do(chromedp.Click(chromedp.CSS(`tr[data-id="run-b"] button.reclaim`)), chromedp.WaitVisible(chromedp.CSS(".flash")))
+	if q := <-asked; q != "archive dir/run-b now?" {
+		t.Errorf("reclaim now asked %q", q)
+	}
+	if msg := run(b, chromedp.Text(chromedp.CSS(".flash"))); !strings.Contains(msg, "archive done") {
+		t.Fatalf("reclaim now: %q", msg)
+	}
+	runB := h.runtime("run-b")
+	if runB.State != "archived" || runB.ArchiveID == "" {
+		t.Fatalf("run-b after reclaim now: %+v", runB)
+	}
 	b.open("/archives")
+	if cmd := run(b, chromedp.Value(chromedp.CSS("#restore-"+runB.ArchiveID))); cmd != "reclaimer restore dir/run-b --archive "+runB.ArchiveID {
+		t.Errorf("the restore command to copy: %q", cmd)
+	}
 	b.screenshot("archives")
 	b.accessible("archives")
 	b.open("/journal")
