@@ -10,11 +10,15 @@ import (
 // template (numbers only, so nothing in it needs escaping). What it draws
 // is the usage view's: its samples, watermarks and forecast.
 
-// chartPoint is one usage sample.
+// chartPoint is one usage sample: its used and available bytes, whose
+// ratio is the fraction the watermarks are compared with (as df counts
+// it: the blocks reserved for root are neither).
 type chartPoint struct {
 	At          time.Time
-	Used, Total int64
+	Used, Avail int64
 }
+
+func (p chartPoint) fraction() float64 { return float64(p.Used) / float64(p.Used+p.Avail) }
 
 // chart is one filesystem's usage over time in SVG user units.
 type chart struct {
@@ -48,7 +52,7 @@ const (
 func drawUsage(points []chartPoint, high, low float64, fullAt, now time.Time) *chart {
 	var ps []chartPoint
 	for _, p := range points {
-		if p.Total > 0 {
+		if p.Used+p.Avail > 0 {
 			ps = append(ps, p)
 		}
 	}
@@ -74,13 +78,13 @@ func drawUsage(points []chartPoint, high, low float64, fullAt, now time.Time) *c
 	y := func(f float64) float64 { return float64(c.Top) + plotH*(1-clamp(f)) }
 	var line []string
 	for _, p := range ps {
-		line = append(line, fmt.Sprintf("%.1f,%.1f", x(p.At), y(float64(p.Used)/float64(p.Total))))
+		line = append(line, fmt.Sprintf("%.1f,%.1f", x(p.At), y(p.fraction())))
 	}
 	c.Line = strings.Join(line, " ")
 	first, last := ps[0], ps[len(ps)-1]
 	c.Area = fmt.Sprintf("%.1f,%.1f %s %.1f,%.1f", x(first.At), y(0), c.Line, x(last.At), y(0))
 	if !fullAt.IsZero() && fullAt.After(last.At) {
-		f0 := float64(last.Used) / float64(last.Total)
+		f0 := last.fraction()
 		tEnd, fEnd := fullAt, 1.0
 		if fullAt.After(end) {
 			// Cut at the right edge, on the same straight line.

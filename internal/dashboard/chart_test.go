@@ -10,9 +10,9 @@ import (
 func TestDrawUsage(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	ps := []chartPoint{
-		{At: now.Add(-4 * time.Hour), Used: 40, Total: 100},
-		{At: now.Add(-2 * time.Hour), Used: 50, Total: 100},
-		{At: now, Used: 60, Total: 100},
+		{At: now.Add(-4 * time.Hour), Used: 40, Avail: 60},
+		{At: now.Add(-2 * time.Hour), Used: 50, Avail: 50},
+		{At: now, Used: 60, Avail: 40},
 	}
 	if drawUsage(ps[:1], 0.9, 0.85, time.Time{}, now) != nil {
 		t.Fatal("a chart of one sample")
