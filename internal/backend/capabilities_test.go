@@ -11,6 +11,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/kubernetes"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 )
@@ -51,6 +52,8 @@ func TestCapabilities(t *testing.T) {
 		{wrapped{&daytona.Backend{}}, remote},
 		{&docker.Backend{}, containers},
 		{wrapped{&docker.Backend{}}, containers},
+		{openhands.New(openhands.Options{}), containers},
+		{wrapped{openhands.New(openhands.Options{})}, containers},
 		{&kubernetes.Backend{}, kube},
 		{&kubernetes.NoArchive{}, kubeNoArchive},
 		{wrapped{&kubernetes.Backend{}}, kube},

@@ -32,6 +32,9 @@ type Env struct {
 	// Version overrides the module's version (set at build time with
 	// -ldflags "-X main.version=..."); "" or "dev" reads the build info.
 	Version string
+	// Discover overrides where a zero-configuration discovery looks
+	// (tests lay out homes in temporary folders); nil: this machine's.
+	Discover *ops.DiscoverOptions
 }
 
 // command is one run of the CLI: its global flags, the service it talks
@@ -43,6 +46,9 @@ type command struct {
 	failed bool
 	// configError: the problems make it a configuration error (no source): exit 2.
 	configError bool
+	// discovers: the command runs over a discovery when given no
+	// configuration (plan, ls, status); jsonOut: it prints JSON.
+	discovers, jsonOut bool
 }
 
 // globals are the flags every command takes, before or after its name.
@@ -76,6 +82,9 @@ type spec struct {
 	// readOnly commands observe once and exit: they skip garbage
 	// collection (oneShotGC).
 	readOnly bool
+	// discovers: given no configuration, no source flags and no daemon,
+	// it runs over what a discovery finds (a dry run only).
+	discovers bool
 	// setup registers the command's own flags and returns what runs it
 	// with its positional arguments.
 	setup func(fs *flag.FlagSet) func(ctx context.Context, c *command, args []string) error
@@ -86,7 +95,7 @@ var commands []spec
 
 func init() {
 	commands = []spec{
-		planCmd, applyCmd, lsCmd, statusCmd,
+		planCmd, applyCmd, lsCmd, statusCmd, initCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
 		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
 	}
@@ -158,6 +167,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if sp.readOnly {
 		oneShotGC()
 	}
+	c.discovers = sp.discovers
 	return c.exit(run(ctx, c, pos))
 }
 
@@ -202,6 +212,9 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // code: the category's (ops.Classify); else 2 when nothing is configured,
 // 1 when something failed or could not be looked at, 0.
 func (c *command) exit(err error) int {
+	if errors.Is(err, errNothingDiscovered) {
+		return ExitOK // what was looked for is printed
+	}
 	if err != nil {
 		fmt.Fprintf(c.env.Stderr, "reclaimer: %v\n", plan.OneLine(err.Error()))
 		return ops.Classify(err).Exit
@@ -230,7 +243,11 @@ With --server URL every command but size, usage and serve asks a running
 daemon (reclaimer serve) instead, with the same output; the token is read
 from --token-file, [server] token_file of --config, or api.token in the state
 folder. Without --config the sources are --repo PATH (a repository's linked
-worktrees) and --dir PATH (a folder of run folders).
+worktrees) and --dir PATH (a folder of run folders); with neither, plan, ls
+and status run over what a discovery finds on this machine (the runtimes
+OpenHands, Claude Code, Codex and Cursor leave in their known places), and
+show the configuration each set corresponds to: "reclaimer init" writes it.
+Discovery never acts: apply needs --config (or --repo, --dir).
 
 An ID may be given as the runtime's ID, backend/ID, source/ID, or its path
 (relative or absolute): its folder, its former folder once archived, or any
@@ -296,7 +313,7 @@ func printCommandUsage(w io.Writer, s spec, fs *flag.FlagSet) {
 	}
 	if s.local {
 		g = "--config FILE"
-		if s.name == "size" || s.name == "usage" || s.name == "version" {
+		if s.name == "size" || s.name == "usage" || s.name == "version" || s.name == "init" {
 			g = ""
 		}
 	}

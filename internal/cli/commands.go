@@ -39,7 +39,13 @@ func (s *stepsFlag) Set(v string) error {
 // with opens the service, runs f with it, and closes it; a local one first
 // waits for what the command freed to be really gone.
 func (c *command) with(ctx context.Context, f func(s ops.Service) error) error {
-	s, err := c.service(ctx)
+	var s ops.Service
+	var err error
+	if c.discovering() {
+		s, err = c.discoveredService(ctx)
+	} else {
+		s, err = c.service(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -76,7 +82,7 @@ func needIDs(name string, args []string) error {
 	return nil
 }
 
-var planCmd = spec{name: "plan", args: "", summary: "the dry run: what a pass would do, and why", sources: true, readOnly: true,
+var planCmd = spec{name: "plan", args: "", summary: "the dry run: what a pass would do, and why (without --config: over what a discovery finds)", sources: true, readOnly: true, discovers: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		asJSON := fs.Bool("json", false, "print JSON")
 		out := fs.String("out", "", "also save the plan to `FILE`, for apply --plan")
@@ -88,6 +94,7 @@ var planCmd = spec{name: "plan", args: "", summary: "the dry run: what a pass wo
 			if err := noArgs("plan", args); err != nil {
 				return err
 			}
+			c.jsonOut = *asJSON
 			return c.with(ctx, func(s ops.Service) error {
 				p, err := s.Plan(ctx, ops.PlanRequest{Steps: st, Runtimes: refsOf(only)})
 				if err != nil {
@@ -123,6 +130,9 @@ var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved pl
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("apply", args); err != nil {
 				return err
+			}
+			if c.unconfigured() {
+				return usagef("apply acts only on configured sources, never on a discovery: write the configuration of what is found with \"reclaimer init --write reclaimer.toml\", review it, then run \"reclaimer --config reclaimer.toml apply\" (or give --repo PATH, --dir PATH)")
 			}
 			req := ops.ApplyRequest{Steps: st, Runtimes: refsOf(only), Announced: *announced, Trigger: "cli"}
 			if *announced && (len(only) == 0 || len(st) > 0) {
@@ -259,7 +269,7 @@ func (p *progressLine) end() {
 	}
 }
 
-var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", sources: true, readOnly: true,
+var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", sources: true, readOnly: true, discovers: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		asJSON := fs.Bool("json", false, "print JSON")
 		output := fs.String("o", "", "output `FORMAT`: wide (every column: source, path, retention, lease, archive)")
@@ -273,6 +283,7 @@ var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", 
 			if err := noArgs("ls", args); err != nil {
 				return err
 			}
+			c.jsonOut = *asJSON
 			if *output != "" && *output != "wide" {
 				return usagef("ls: -o %q: the only format is wide", *output)
 			}
@@ -297,13 +308,14 @@ var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", 
 		}
 	}}
 
-var statusCmd = spec{name: "status", summary: "filesystems, sources, runtimes by state, what is reclaimable, the last pass", sources: true, readOnly: true,
+var statusCmd = spec{name: "status", summary: "filesystems, sources, runtimes by state, what is reclaimable, the last pass", sources: true, readOnly: true, discovers: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("status", args); err != nil {
 				return err
 			}
+			c.jsonOut = *asJSON
 			return c.with(ctx, func(s ops.Service) error {
 				st, err := s.Status(ctx)
 				if err != nil {

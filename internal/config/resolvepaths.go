@@ -18,8 +18,9 @@ import (
 // resolved paths, with the link-refusing walker (internal/beneath).
 //
 // Which paths: the ledger, the archives, and each source table's Paths by
-// role: a repository (PathRepo) is resolved but not held to the root rules
-// (it is never deleted from, only its worktrees); the roots (PathTree,
+// role: a repository (PathRepo) and a folder only read (PathRead) are
+// resolved but not held to the root rules (they are never deleted from);
+// the roots (PathTree,
 // PathDirs) are resolved and checked; files are left as written.
 func (c *Config) ResolvePaths() error {
 	if err := c.Validate(); err != nil {
@@ -44,7 +45,7 @@ func (c *Config) ResolvePaths() error {
 		for _, p := range src.Table.Paths() {
 			key := src.Key() + "." + p.Key
 			switch p.Role {
-			case PathRepo:
+			case PathRepo, PathRead:
 				resolve(key, p.Value)
 			case PathTree, PathDirs:
 				if r := resolve(key, p.Value); r != "" {

@@ -57,6 +57,11 @@ const (
 	PathDirs
 	// PathFile is a file reclaimer reads (a credential); never managed.
 	PathFile
+	// PathRead is a folder reclaimer reads but never changes (an
+	// agent-server's conversation history): resolved like a root, links
+	// included, since what reads it compares resolved paths; never
+	// managed.
+	PathRead
 )
 
 // Managed tells whether reclaimer deletes from (or below) such a path.

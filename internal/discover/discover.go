@@ -117,6 +117,9 @@ type Options struct {
 	// Docker, when set, is asked for the OpenHands containers; nil: none
 	// are looked for.
 	Docker *dockerclient.Client
+	// ContainerLabels, when set, narrow the containers looked at to those
+	// carrying all of them (a test looks only at its own).
+	ContainerLabels map[string]string
 	// Prove checks that path is a linked worktree git made for the
 	// repository whose common git folder is common, from both sides, and
 	// returns its admin folder; default worktree.ProveLinked, the proof
@@ -172,7 +175,68 @@ func Discover(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	d.layouts(homes)
+	d.claimContainers()
 	return d.report, nil
+}
+
+// claimContainers folds into each agent-server layout found the container
+// sources its backend lists itself: those selected by its owner label
+// (containers whose mounts did not show the layout) and by its execution
+// scope. Reported apart, they would be a second source managing the same
+// containers.
+func (d *discovery) claimContainers() {
+	claims := map[string]int{} // "key=value" selector -> index of the layout's source
+	for i, s := range d.report.Sources {
+		if s.Kind != KindOpenHands || len(s.Config.Keys) < 2 {
+			continue
+		}
+		p, _ := s.Config.Keys[0].Value.(string)
+		c, _ := s.Config.Keys[1].Value.(string)
+		l, err := openhands.NewLayout(p, c)
+		if err != nil {
+			continue
+		}
+		claims["openhands_runtime_owner="+l.Owner()] = i
+		claims["openhands_execution_scope="+l.ExecutionScope()] = i
+	}
+	if len(claims) == 0 {
+		return
+	}
+	srcs := slices.Clone(d.report.Sources)
+	keep := make([]bool, len(srcs))
+	for i, s := range srcs {
+		keep[i] = true
+		if s.Kind != KindOpenHandsContainers || len(s.Config.Keys) == 0 {
+			continue
+		}
+		sel := s.Config.Keys[0]
+		v, _ := sel.Value.(string)
+		into, ok := claims[sel.Name+"="+v]
+		if !ok {
+			continue
+		}
+		keep[i] = false
+		t := &srcs[into]
+		t.Found = append(t.Found, s.Found...)
+		t.Looked = appendOnce(t.Looked, s.Looked...)
+		t.Notes = append(t.Notes, fmt.Sprintf("%d container(s) selected by %s = %q are this agent-server's: managed with it", len(s.Found), sel.Name, v))
+	}
+	var out []Source
+	for i, s := range srcs {
+		if keep[i] {
+			out = append(out, s)
+		}
+	}
+	d.report.Sources = out
+}
+
+func appendOnce(list []string, more ...string) []string {
+	for _, m := range more {
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
 }
 
 type discovery struct {
@@ -287,6 +351,12 @@ func (d *discovery) worktreeRoot(root string, depth int, kind, agent, what strin
 	root = filepath.Clean(root)
 	if ok, why := realDir(root); !ok {
 		d.place(root, what, why)
+		return
+	}
+	if !d.owned(root) {
+		// Another user's place (a shared /tmp): its table would manage
+		// that user's worktrees too.
+		d.place(root, what, "not yours")
 		return
 	}
 	src := Source{Kind: kind, Agent: agent, Config: Table{Name: "worktrees", Keys: []Key{{"root", root}}}, Looked: []string{root}}
@@ -582,7 +652,7 @@ func (d *discovery) containers(ctx context.Context) error {
 	if d.opts.Docker == nil {
 		return nil
 	}
-	all, err := d.opts.Docker.List(ctx, nil)
+	all, err := d.opts.Docker.List(ctx, d.opts.ContainerLabels)
 	if err != nil {
 		d.place("docker", "OpenHands containers", err.Error())
 		return nil

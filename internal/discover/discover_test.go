@@ -216,8 +216,37 @@ func TestDiscoverShowsOthersWorkOnlyToRoot(t *testing.T) {
 		t.Fatalf("as root: %v", got)
 	}
 	nobody := 65534
-	if got := found(m.discover(discover.Options{EUID: &nobody})); len(got) != 0 {
+	r := m.discover(discover.Options{EUID: &nobody})
+	if got := found(r); len(got) != 0 {
 		t.Errorf("as another user: %v", got)
+	}
+	// The shared root itself is another user's: not looked into at all
+	// (its table would manage that user's worktrees).
+	for _, p := range r.Places {
+		if p.Path == m.tmpRoot && p.Result != "not yours" {
+			t.Errorf("another user's worktree root: %+v", p)
+		}
+	}
+	// A worktree of its own in a root someone else made is not enough.
+	if err := os.Chown(filepath.Join(m.tmpRoot, conv), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := filepath.Walk(filepath.Join(m.tmpRoot, conv, "app"), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, nobody, nobody)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := found(m.discover(discover.Options{EUID: &nobody})); len(got) != 0 {
+		t.Errorf("as the worktree's owner, in a root another user owns: %v", got)
+	}
+	if err := os.Chown(m.tmpRoot, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if got := found(m.discover(discover.Options{EUID: &nobody})); len(got) != 1 {
+		t.Errorf("as the owner of the root and the worktree: %v", got)
 	}
 }
 

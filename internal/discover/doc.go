@@ -15,7 +15,9 @@
 //     ai.openhands.runtime-owner (the layout is derived from their mounts
 //     and accepted only when it hashes to the label, as the agent-server
 //     computes it), labelled ai.openhands.execution-scope, or named
-//     openhands-execution-*.
+//     openhands-execution-*. Containers whose owner label or execution
+//     scope is that of a layout found are part of that layout's source
+//     (its backend lists them), never a source of their own.
 //   - Claude Code: <repo>/.claude/worktrees/<name> (subagents' agent-*
 //     included) of every repository it knows (the projects of
 //     <home>/.claude.json) or whose agent worktrees were found, and the

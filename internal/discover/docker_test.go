@@ -16,7 +16,8 @@ import (
 // it hashes to the owner label), which becomes an [[openhands]] source; an
 // owner-labelled container whose mounts do not tell becomes a [[docker]]
 // source by its owner label, an execution-only container one by its
-// scope; a container only named like one is reported without a
+// scope (unless its scope is a layout's found: then it is that source's);
+// a container only named like one is reported without a
 // configuration; an unrelated container is not found.
 func TestDiscoverOpenHandsContainers(t *testing.T) {
 	c := dockertest.Client(t)
@@ -39,13 +40,20 @@ func TestDiscoverOpenHandsContainers(t *testing.T) {
 	run.Create(dockertest.Spec{Name: prefix + "-stray", Labels: map[string]string{openhands.OwnerLabel: stray}})
 	scope := "5c09e5c09e5c09e5c09e5c09"
 	run.Create(dockertest.Spec{Name: prefix + "-exec", Labels: map[string]string{openhands.ExecutionScopeLabel: scope}})
+	// The agent-server's own execution-only container: its layout's
+	// backend lists it, so it is no source of its own.
+	run.Create(dockertest.Spec{Name: prefix + "-own-exec", Labels: map[string]string{openhands.ExecutionScopeLabel: l.ExecutionScope()}})
 	run.Create(dockertest.Spec{Name: openhands.ExecutionNamePrefix + prefix})
 	run.Create(dockertest.Spec{Name: prefix + "-unrelated"})
 
 	r := m.discover(discover.Options{Docker: c})
 	if s := source(r, discover.KindOpenHands, "persistence_dir", l.PersistenceDir); s == nil ||
-		!equalValue(s.Config.Keys[1].Value, l.ConversationsDir) || len(s.Found) != 1 || s.Found[0].Path != l.RunDir(id) {
-		t.Errorf("the agent-server's layout from its container: %+v", s)
+		!equalValue(s.Config.Keys[1].Value, l.ConversationsDir) || len(s.Found) != 2 || s.Found[0].Path != l.RunDir(id) ||
+		s.Found[1].Container != prefix+"-own-exec" {
+		t.Errorf("the agent-server's layout from its container, with its execution container: %+v", s)
+	}
+	if s := source(r, discover.KindOpenHandsContainers, "openhands_execution_scope", l.ExecutionScope()); s != nil {
+		t.Errorf("the agent-server's execution container is a second source: %+v", s)
 	}
 	if s := source(r, discover.KindOpenHandsContainers, "openhands_runtime_owner", stray); s == nil || s.Config.Name != "docker" ||
 		len(s.Found) != 1 || s.Found[0].Container != prefix+"-stray" {

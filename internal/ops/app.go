@@ -78,6 +78,10 @@ type App struct {
 	lastPass *views.PassSummary
 	nextPass time.Time
 	plans    map[string]cachedPlan
+
+	// cleanup removes what the App made for itself (a discovery's
+	// temporary state folder) when it closes.
+	cleanup func() error
 }
 
 // setup is what a configuration makes; Reload replaces it whole.
@@ -204,8 +208,11 @@ func (a *App) Store() ledger.Store { return a.store }
 // Close closes the engine (the trash purgers stop; what is left is purged
 // at the next start) and the ledger the App opened.
 func (a *App) Close() error {
-	err := a.setupNow().engine.Close()
-	return errors.Join(err, a.closeStore())
+	err := errors.Join(a.setupNow().engine.Close(), a.closeStore())
+	if a.cleanup != nil {
+		err = errors.Join(err, a.cleanup())
+	}
+	return err
 }
 
 func (a *App) closeStore() error {

@@ -13,6 +13,7 @@ var Kinds = []Kind{
 	Worktrees,
 	Dirs,
 	Docker,
+	OpenHands,
 	E2B,
 	Daytona,
 	HTTP,

@@ -32,11 +32,12 @@
 // Orphans (Runtime.Orphan, swept by the orphan policy after the grace
 // period): a runtime folder without a manifest, an owner-labelled container
 // without one, a conversation archived by the agent-server whose folder is
-// still there, a stopped execution container, the agent-server's trash.
-// A conversation that ran (its history is there) but whose runtime folder
-// and containers are gone, not archived, is a warning of the listing (the
-// agent-server would resume it into an empty runtime); there is nothing to
-// free, and its manifest, the keys to the history, is never touched. A
+// still there, a stopped execution container, the agent-server's trash,
+// and a conversation that ran (its history is there) but whose runtime
+// folder and containers are gone, not archived (the agent-server would
+// resume it into an empty runtime): sweeping that one writes its archive
+// marker and nothing else, so the agent-server shows it archived and
+// read-only; its manifest, the keys to the history, is never touched. A
 // manifest alone is a conversation not started yet, and an archived one
 // (manifest and marker, no folder) has nothing left to manage: neither is
 // listed.

@@ -311,11 +311,12 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 // conversation builds the runtime of one conversation id from its folder,
 // manifest, marker and containers; ok is false when nothing of it is there
 // to manage (only its manifest, or its manifest and marker: archived).
-// warn says what of a conversation the agent-server would resume is gone:
-// a manifest and a history whose runtime folder and containers are not
-// there any more (the agent-server would resume it into an empty runtime).
-// A manifest alone is a conversation not started yet (the agent-server
-// writes it first) and says nothing.
+// warn says when its manifest is unreadable. A manifest and a history
+// whose runtime folder and containers are not there any more is an orphan
+// (the agent-server would resume it into an empty runtime); deleting it
+// writes the archive marker, nothing else. A manifest alone is a
+// conversation not started yet (the agent-server writes it first) and says
+// nothing.
 func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl control, eng engineView, light bool) (rt backend.Runtime, ok bool, warn string) {
 	l := b.opts.Layout
 	rt, hasDir := dirs[id]
@@ -323,17 +324,20 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 	bad, badManifest := ctl.bad[id]
 	retiredAt, marked := ctl.markers[id]
 	containers := eng.ours[id]
+	// lost: a conversation that ran (its history is there) whose runtime
+	// folder and containers are gone, not archived.
+	lost := false
 	if !hasDir && len(containers) == 0 {
 		switch {
 		case marked:
 		case badManifest:
 			warn = fmt.Sprintf("conversation %s: its runtime-control manifest is unreadable (%s)", UUID(id), bad)
 		case hasManifest && !stateTime(l.StatePath(id)).IsZero():
-			warn = fmt.Sprintf("conversation %s: its runtime folder and containers are gone but it is not archived: "+
-				"the agent-server would resume it into an empty runtime (its history is in %s; its manifest is never touched)",
-				UUID(id), l.ConversationDir(id))
+			lost = true
 		}
-		return backend.Runtime{}, false, warn
+		if !lost {
+			return backend.Runtime{}, false, warn
+		}
 	}
 	if !hasDir {
 		rt = backend.Runtime{State: backend.StateStopped}
@@ -388,8 +392,15 @@ func (b *Backend) conversation(id string, dirs map[string]backend.Runtime, ctl c
 		rt.Orphan = "archived by the agent-server (its marker is in runtime-control), its runtime folder still here"
 	case marked:
 		rt.Orphan = "archived by the agent-server, its containers still here"
+	case lost:
+		// Swept, it gets the archive marker: the agent-server then shows
+		// it archived and read-only instead of resuming it into an empty
+		// runtime. Its manifest (the keys to the history) and the history
+		// stay; nothing else of it is there.
+		rt.Orphan = "its runtime folder and containers are gone, not archived: the agent-server would resume it into an empty runtime (its history is in " +
+			l.ConversationDir(id) + ")"
 	}
-	if !light && hasDir {
+	if !light && (hasDir || lost) {
 		if at := stateTime(l.StatePath(id)); at.After(rt.LastActivity) {
 			rt.LastActivity = at
 		}

@@ -208,13 +208,18 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 	}
 	check(noManifest, backend.StateStopped, "no runtime-control manifest", "")
 	check(half, backend.StateStopped, "archived by the agent-server", "")
-	for _, id := range []string{fresh, lost, archived} {
+	for _, id := range []string{fresh, archived} {
 		if _, ok := rts[id]; ok {
 			t.Errorf("%s listed: nothing of it is there to manage", id)
 		}
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], openhands.UUID(lost)) || !strings.Contains(warnings[0], "not archived") {
-		t.Errorf("warnings %q, want one about %s", warnings, lost)
+	// A conversation that ran and lost its folder: an orphan, with no path.
+	check(lost, backend.StateStopped, "folder and containers are gone, not archived", "")
+	if rt := rts[lost]; rt.Path != "" || rt.LastActivity.IsZero() {
+		t.Errorf("lost: path %q, last activity %v", rt.Path, rt.LastActivity)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q", warnings)
 	}
 	check(mismatch, backend.StateStopped, "", "names conversation")
 	check(linked, backend.StateStopped, "", "is a symbolic link")
@@ -465,7 +470,13 @@ func TestOrphansAreSwept(t *testing.T) {
 	gone := a.create("")
 	retired := a.create("")
 	a.run(retired, old)
-	a.retire(retired) // leaves an entry in its trash
+	a.retire(retired)    // leaves an entry in its trash
+	lost := a.create("") // ran, then lost its folder (not archived)
+	a.run(lost, old)
+	if err := os.RemoveAll(a.l.RunDir(lost)); err != nil {
+		t.Fatal(err)
+	}
+	lostManifest := a.manifestBytes(lost)
 	w := newWorld(t, a, newBackend(a), policy.Settings{})
 	for i := 0; i < 3; i++ {
 		w.pass(t)
@@ -488,6 +499,20 @@ func TestOrphansAreSwept(t *testing.T) {
 	}
 	if _, err := os.Lstat(a.l.MarkerPath(gone)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a marker was written for the manifest without a folder: %v", err)
+	}
+	// The lost conversation is marked archived, as the agent-server's own
+	// retention would leave it; its manifest and history stay.
+	if data, err := os.ReadFile(a.l.MarkerPath(lost)); err != nil || !strings.HasPrefix(string(data), `{"retired_at": "`) {
+		t.Errorf("the lost conversation's marker: %q %v", data, err)
+	}
+	if a.manifestBytes(lost) != lostManifest {
+		t.Error("the lost conversation's manifest changed")
+	}
+	if _, err := os.Stat(a.l.StatePath(lost)); err != nil {
+		t.Errorf("the lost conversation's history: %v", err)
+	}
+	if _, ok := list(t, newBackend(a))[lost]; ok {
+		t.Error("the lost conversation is still listed once marked archived")
 	}
 }
 
