@@ -12,8 +12,13 @@ import (
 	"github.com/reclaimer/reclaimer/internal/cli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, commit and date may be set at build time, for builds without
+// VCS stamping (-buildvcs=false, a source tarball):
+//
+//	go build -ldflags "-X main.version=v1.2.3 -X main.commit=$(git rev-parse HEAD) -X main.date=$(date -u +%FT%TZ)"
+//
+// Left empty, `reclaimer --version` reads the build info.
+var version, commit, date = "dev", "", ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -27,7 +32,7 @@ func main() {
 		}
 	}
 	code := cli.Run(ctx, os.Args[1:], cli.Env{
-		Stdout: os.Stdout, Stderr: os.Stderr, Version: version,
+		Stdout: os.Stdout, Stderr: os.Stderr, Version: version, Commit: commit, BuildTime: date,
 		IsTerminal: isTerminal(os.Stderr),
 	})
 	stop()

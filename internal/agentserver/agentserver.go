@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/remote"
 )
 
 // ErrNotRunning refuses to read the clock of a runtime that is not running.
@@ -54,15 +55,11 @@ func (c *Clock) now() time.Time {
 	return time.Now()
 }
 
-func noRedirect(*http.Request, []*http.Request) error {
-	return errors.New("redirect refused: the session key would follow it")
-}
-
+// client is the transport. Rule "no redirect carries a credential"
+// (remote.RefuseRedirects): the session key never follows one, an injected
+// client included.
 func (c *Clock) client() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return &http.Client{CheckRedirect: noRedirect}
+	return remote.RefuseRedirects(c.HTTP)
 }
 
 // serverInfo is the part of ServerInfo read here.
@@ -113,6 +110,9 @@ func (c *Clock) Idle(ctx context.Context, a backend.AgentServer) (time.Duration,
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return fail("read answer: %v", err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return fail("%d: %v", resp.StatusCode, remote.ErrRedirect)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fail("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/agentserver"
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/remote"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
 )
 
@@ -141,6 +142,22 @@ func TestMisbehavingServers(t *testing.T) {
 	defer redirect.Close()
 	if _, err := c.Idle(ctx, backend.AgentServer{URL: redirect.URL, SessionKey: key}); err == nil || hit {
 		t.Fatalf("redirect followed: %v (reached: %v)", err, hit)
+	}
+
+	// Rule "no redirect carries a credential" holds for an injected client
+	// too, for a 307 from the contract fake (its request checked against
+	// the spec) to another host name: the error says so, the target is
+	// never called.
+	hit = false
+	f2 := fakes.NewAgentServer(t, key, clock.Now, t0)
+	f2.Bend(func(op string, a *fakes.Answer) bool {
+		a.Status = http.StatusTemporaryRedirect
+		a.Header.Set("Location", strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1)+"/server_info")
+		return true
+	})
+	injected := &agentserver.Clock{Now: clock.Now, HTTP: &http.Client{}}
+	if _, err := injected.Idle(ctx, backend.AgentServer{URL: f2.URL, SessionKey: key}); !errors.Is(err, remote.ErrRedirect) && (err == nil || !strings.Contains(err.Error(), "redirect refused")) || hit {
+		t.Fatalf("redirect with an injected client: %v (reached: %v)", err, hit)
 	}
 
 	// A URL with credentials, a non-http URL and garbage are errors.

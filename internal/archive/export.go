@@ -428,7 +428,7 @@ func (x *exporter) addFolders(ctx context.Context, m *Manifest, folders []Folder
 		for _, l := range f.Leave {
 			if rel, err := filepath.Rel(f.Path, l); err == nil && filepath.IsLocal(rel) {
 				leave = append(leave, filepath.ToSlash(rel))
-				m.Excluded = append(m.Excluded, path.Join(f.Name, filepath.ToSlash(rel))+" (a cache or core dump, not kept)")
+				m.Excluded = append(m.Excluded, path.Join(f.Name, filepath.ToSlash(rel))+" (a cache, a core dump or a home left out: not kept)")
 			}
 		}
 		opts := TarOptions{}

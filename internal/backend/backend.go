@@ -295,6 +295,9 @@ type FileOptions struct {
 	Paths []string
 	// Discard moves a path into the trash; required with Paths.
 	Discard func(path string) error
+	// Rebuildable and Keep are the dependencies step's rule (the source's
+	// rebuildable and keep policy keys); nil: the built-in lists.
+	Rebuildable, Keep []string
 }
 
 // FileReclaimer selects and frees the rebuildable files of an idle runtime.
@@ -313,6 +316,15 @@ type ExportOptions struct {
 	Name string
 	// IncludeDependencies keeps rebuildable dependency folders in tars.
 	IncludeDependencies bool
+	// ExcludeHome leaves the runtime's home out ([archive] include_home =
+	// false); by default it is kept, less CacheDirs and core dumps, which
+	// are never archived.
+	ExcludeHome bool
+	// CacheDirs are the source's cache folders (relative to the home).
+	CacheDirs []string
+	// Rebuildable and Keep are the source's rule for which ignored folders
+	// are rebuildable (left out of archives); nil: the built-in lists.
+	Rebuildable, Keep []string
 	// Conversations are the runtime's conversations, for the manifest.
 	Conversations []string
 	// CreatedAt is the archive's time (the plan's).
@@ -426,6 +438,14 @@ type NativeLifecycle interface {
 	Lifecycle(ctx context.Context, rt Runtime, opts LifecycleOptions) (Lifecycle, error)
 }
 
+// NativeExplainer says in words what a provider's own settings are and
+// what reclaimer can do with them (server-wide only, fixed at creation,
+// written into a field): native plan shows it on each of its runtimes, and
+// as the reason a drift is only reported.
+type NativeExplainer interface {
+	NativeExplanation() string
+}
+
 // Wrapper is implemented by decorators so As can see through them.
 type Wrapper interface {
 	Unwrap() Backend
@@ -489,6 +509,26 @@ type RestoreOptions struct {
 	// temporary files.
 	Sink    sink.Sink
 	Staging string
+}
+
+// RestoreTarget is the one rule of `restore --to DIR` for a local runtime:
+// each folder the archive holds comes back as DIR/<the folder's own name>
+// (a worktree at DIR/<its folder>, a run folder at DIR/<id>, a container's
+// home and workspaces each at DIR/<its name>). Without to, it goes back
+// where it was.
+func RestoreTarget(to, original string) string {
+	if to == "" {
+		return original
+	}
+	return filepath.Join(to, filepath.Base(original))
+}
+
+// ManualRestore is what a Restorer's error carries when the backend does
+// not bring the runtime back itself (reclaimer creates no Modal sandbox):
+// the command a person runs to start one from the archive.
+type ManualRestore interface {
+	error
+	RestoreCommand() string
 }
 
 // Restorer brings an archived runtime back from its archive.
@@ -575,6 +615,24 @@ func (e EmptyListing) Error() string { return string(e) }
 // recorded for; createdAt is the export's time (its plan's).
 type ExportAbandoner interface {
 	AbandonExport(ctx context.Context, rt Runtime, createdAt time.Time) error
+}
+
+// Discloser tells, before anything is archived, what an archive of rt
+// would not keep (a home's caches, a container's writable layer): plans
+// and `delete` show it before they act, not only the archive after.
+// Cheap: no walk, no provider call.
+type Discloser interface {
+	NotKept(rt Runtime, opts ExportOptions) []string
+}
+
+// IdleLosesFiles is a backend that cannot suspend a runtime and whose
+// provider, left to itself, idles a runtime by discarding its files
+// (Cloudflare: a sleeping sandbox loses its whole disk). For such a
+// backend idle reclaiming is an archive (verified by reading it back) and
+// then a delete, with notice, instead of a suspend. The method says why,
+// for plans.
+type IdleLosesFiles interface {
+	IdleLosesFiles() string
 }
 
 // Rooted is a backend whose runtimes live in local folders below managed

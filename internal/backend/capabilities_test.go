@@ -6,12 +6,15 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/agentsandbox"
+	"github.com/reclaimer/reclaimer/internal/backend/cloudflare"
 	"github.com/reclaimer/reclaimer/internal/backend/daytona"
 	"github.com/reclaimer/reclaimer/internal/backend/docker"
 	"github.com/reclaimer/reclaimer/internal/backend/e2b"
 	"github.com/reclaimer/reclaimer/internal/backend/httpbackend"
 	"github.com/reclaimer/reclaimer/internal/backend/kubernetes"
+	"github.com/reclaimer/reclaimer/internal/backend/modal"
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/openhandscloud"
 	"github.com/reclaimer/reclaimer/internal/backend/rundir"
 	"github.com/reclaimer/reclaimer/internal/backend/worktree"
 )
@@ -35,6 +38,12 @@ func TestCapabilities(t *testing.T) {
 	kubeNoArchive := []string{"Lister", "Suspender", "Deleter"}
 	sandboxes := []string{"Lister", "Suspender", "Deleter", "Exporter", "NativeLifecycle", "Restorer"}
 	sandboxesNoArchive := []string{"Lister", "Suspender", "Deleter", "NativeLifecycle"}
+	// Modal cannot pause (no Suspender); its archive is a filesystem
+	// snapshot, its restore the command that starts a sandbox from it.
+	modalRoles := []string{"Lister", "Deleter", "Exporter", "NativeLifecycle", "Restorer"}
+	// Cloudflare: a sleep loses files, so no Suspender; persist is the
+	// archive, create + hydrate the restore.
+	cloudflareRoles := []string{"Lister", "Deleter", "Exporter", "Restorer"}
 	containers := []string{"Lister", "Suspender", "Deleter", "FileReclaimer", "Exporter", "Locker", "Restorer", "Watcher"}
 	for _, tc := range []struct {
 		b    backend.Backend
@@ -59,6 +68,10 @@ func TestCapabilities(t *testing.T) {
 		{wrapped{&kubernetes.Backend{}}, kube},
 		{&agentsandbox.Backend{}, sandboxes},
 		{&agentsandbox.NoArchive{}, sandboxesNoArchive},
+		{&openhandscloud.Backend{}, remote},
+		{&modal.Backend{}, modalRoles},
+		{wrapped{&modal.Backend{}}, modalRoles},
+		{&cloudflare.Backend{}, cloudflareRoles},
 	} {
 		if got := backend.Capabilities(tc.b); !slices.Equal(got, tc.want) {
 			t.Errorf("%T (%s): %v, want %v", tc.b, tc.b.Name(), got, tc.want)

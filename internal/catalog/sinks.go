@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/config"
@@ -13,8 +14,12 @@ import (
 // S3Options turns [archive.s3] into sink options; credentials come from
 // the environment or the configured file, never from the configuration.
 func S3Options(c *config.ArchiveS3) sink.S3Options {
-	return sink.S3Options{Endpoint: c.Endpoint, Bucket: c.Bucket, Prefix: c.Prefix, Region: c.Region,
-		CredentialsFile: c.CredentialsFile, Profile: c.Profile}
+	o := sink.S3Options{Endpoint: c.Endpoint, Bucket: c.Bucket, Prefix: c.Prefix, Region: c.Region,
+		CredentialsFile: c.CredentialsFile, Profile: c.Profile, StallBytes: c.StallBytes}
+	if c.StallTimeout != nil {
+		o.StallTimeout = time.Duration(*c.StallTimeout)
+	}
+	return o
 }
 
 // NewSink is where new archives go: [archive.s3] when set, else the

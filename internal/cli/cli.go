@@ -29,9 +29,11 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// IsTerminal tells whether Stderr is a terminal (progress lines).
 	IsTerminal bool
-	// Version overrides the module's version (set at build time with
-	// -ldflags "-X main.version=..."); "" or "dev" reads the build info.
-	Version string
+	// Version, Commit and BuildTime override what the build info says
+	// (set at build time with -ldflags "-X main.version=... -X
+	// main.commit=... -X main.date=..."); "" (or "dev" for Version) reads
+	// the build info.
+	Version, Commit, BuildTime string
 	// Discover overrides where a zero-configuration discovery looks
 	// (tests lay out homes in temporary folders); nil: this machine's.
 	Discover *ops.DiscoverOptions
@@ -95,9 +97,9 @@ var commands []spec
 
 func init() {
 	commands = []spec{
-		planCmd, applyCmd, lsCmd, statusCmd, initCmd,
+		planCmd, applyCmd, lsCmd, statusCmd, explainCmd, initCmd,
 		touchCmd, pinCmd, unpinCmd, leaseCmd, retentionCmd, deleteCmd, restoreCmd,
-		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, versionCmd,
+		archivesCmd, logCmd, sizeCmd, usageCmd, nativeCmd, serveCmd, ledgerCmd, versionCmd,
 	}
 }
 
@@ -125,7 +127,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	rest := global.Args()
 	switch {
 	case *version:
-		fmt.Fprintln(env.Stdout, versionText(env.Version))
+		fmt.Fprintln(env.Stdout, versionText(env))
 		return ExitOK
 	case *help || *short:
 		printUsage(env.Stdout)
@@ -320,52 +322,6 @@ func printCommandUsage(w io.Writer, s spec, fs *flag.FlagSet) {
 	if g != "" {
 		fmt.Fprintf(w, "\nglobal flags: %s (see reclaimer --help)\n", g)
 	}
-}
-
-// versionText is the module's version and commit, from the build info
-// (or the version set at build time).
-func versionText(set string) string {
-	version, commit, modified, when := "(devel)", "", false, ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				commit = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			case "vcs.time":
-				when = s.Value
-			}
-		}
-	}
-	if set != "" && set != "dev" {
-		version = set
-	}
-	out := "reclaimer " + version
-	var parts []string
-	if commit != "" {
-		c := commit
-		if len(c) > 12 {
-			c = c[:12]
-		}
-		if modified {
-			c += " (modified)"
-		}
-		parts = append(parts, "commit "+c)
-	}
-	if when != "" {
-		parts = append(parts, when)
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		parts = append(parts, info.GoVersion)
-	}
-	if len(parts) > 0 {
-		out += " (" + strings.Join(parts, ", ") + ")"
-	}
-	return out
 }
 
 // oneShotGC tunes the collector for a command that observes the world

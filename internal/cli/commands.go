@@ -188,6 +188,15 @@ func (c *command) runPass(ctx context.Context, req ops.ApplyRequest, asJSON bool
 		if asJSON {
 			return printJSON(c.env.Stdout, res)
 		}
+		if req.Delete {
+			// What the archive written first leaves out, as the plan said
+			// before acting.
+			for _, a := range pass.Plan.Actions {
+				for _, n := range a.NotKept {
+					fmt.Fprintf(c.env.Stdout, "%s/%s: the archive will not keep %s\n", a.Backend, a.Runtime, n)
+				}
+			}
+		}
 		printApplied(c.env.Stdout, res)
 		return nil
 	})
@@ -331,6 +340,31 @@ var statusCmd = spec{name: "status", summary: "filesystems, sources, runtimes by
 		}
 	}}
 
+var explainCmd = spec{name: "explain", args: "ID", summary: "why a runtime is where it is: every policy's verdict, the next pass, the next step", sources: true, readOnly: true,
+	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, c *command, args []string) error {
+			if err := needIDs("explain", args); err != nil {
+				return err
+			}
+			if len(args) > 1 {
+				return usagef("explain: one runtime at a time (unexpected %q)", args[1])
+			}
+			return c.with(ctx, func(s ops.Service) error {
+				ex, err := s.Explain(ctx, refsOf(args)[0])
+				if err != nil {
+					return err
+				}
+				c.problems(ex.Problems)
+				if *asJSON {
+					return printJSON(c.env.Stdout, ex)
+				}
+				printExplain(c.env.Stdout, ex)
+				return nil
+			})
+		}
+	}}
+
 // mark runs one change on every runtime named: all, or none.
 func (c *command) mark(ctx context.Context, name string, args []string, req ops.MarkRequest) error {
 	if err := needIDs(name, args); err != nil {
@@ -414,7 +448,8 @@ var deleteCmd = spec{name: "delete", args: "ID...", summary: "remove these runti
 
 var restoreCmd = spec{name: "restore", args: "ID", summary: "bring an archived runtime back (its newest archive by default)", sources: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
-		to := fs.String("to", "", "restore into this `PATH` instead of where it was")
+		to := fs.String("to", "", "restore a copy into the folder `DIR` (made if missing), every backend alike: each of its folders as "+
+			"DIR/<its own name> (a run folder DIR/<id>, a worktree DIR/<its folder>, locked); the runtime stays archived")
 		archiveID := fs.String("archive", "", "which `ARCHIVE_ID` (default: the newest)")
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, c *command, args []string) error {
@@ -432,6 +467,10 @@ var restoreCmd = spec{name: "restore", args: "ID", summary: "bring an archived r
 				}
 				if *asJSON {
 					return printJSON(c.env.Stdout, r)
+				}
+				if r.Command != "" {
+					fmt.Fprintf(c.env.Stdout, "%s/%s is not restored by reclaimer; start it from archive %s with:\n  %s\n", r.Backend, r.ID, r.ArchiveID, r.Command)
+					return nil
 				}
 				fmt.Fprintf(c.env.Stdout, "restored %s/%s from archive %s into %s\n", r.Backend, r.ID, r.ArchiveID, r.Path)
 				return nil
@@ -573,14 +612,14 @@ var serveCmd = spec{name: "serve", summary: "the daemon: passes every [server] i
 			if c.g.server != "" {
 				return usagef("serve runs the daemon here; --server asks one")
 			}
-			return server.Run(ctx, server.Options{ConfigPath: c.g.config, Version: versionText(c.env.Version), Logs: c.env.Stderr, Signals: true})
+			return server.Run(ctx, server.Options{ConfigPath: c.g.config, Version: versionText(c.env), Logs: c.env.Stderr, Signals: true})
 		}
 	}}
 
 var versionCmd = spec{name: "version", summary: "the module version and commit", local: true,
 	setup: func(fs *flag.FlagSet) func(context.Context, *command, []string) error {
 		return func(ctx context.Context, c *command, args []string) error {
-			fmt.Fprintln(c.env.Stdout, versionText(c.env.Version))
+			fmt.Fprintln(c.env.Stdout, versionText(c.env))
 			return nil
 		}
 	}}

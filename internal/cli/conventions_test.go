@@ -348,3 +348,23 @@ func TestProgressOfOneBigDelete(t *testing.T) {
 		t.Error("the progress line is not ended")
 	}
 }
+
+// TestServeTokenFileMissing: an explicit token_file that does not exist
+// (or is too short) is the configuration's problem: exit 2, naming the
+// key and saying how to make one, before anything listens.
+func TestServeTokenFileMissing(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "no", "api.token")
+	short := filepath.Join(dir, "short.token")
+	write(t, short, "abc\n")
+	for _, c := range []struct{ file, want string }{
+		{tok, tok + " does not exist; make one with `(umask 077; head -c 32 /dev/urandom | base64 > " + tok + ")`"},
+		{short, short + " holds a token shorter than 16 characters; make one with"},
+	} {
+		cfg := config(t, dir, "[server]\nlisten = \"127.0.0.1:0\"\ntoken_file = \""+c.file+"\"\n")
+		_, errOut, code := run(t, "--config", cfg, "serve")
+		if code != 2 || !strings.Contains(errOut, "server.token_file: "+c.want) {
+			t.Fatalf("serve with token_file %s: exit %d\n%s", c.file, code, errOut)
+		}
+	}
+}

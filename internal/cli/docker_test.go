@@ -13,7 +13,7 @@ import (
 // TestDockerSourceFromConfig drives a [[docker]] source through the CLI on
 // the real Engine: ls lists the container and an unowned folder, apply
 // empties the stopped container's caches, and delete archives its
-// workspace first, then removes the container and its folders.
+// workspace and home first, then removes the container and its folders.
 func TestDockerSourceFromConfig(t *testing.T) {
 	c := dockertest.Client(t)
 	run := dockertest.NewRun(t, c)
@@ -80,7 +80,7 @@ func TestDockerSourceFromConfig(t *testing.T) {
 		}
 		return nil
 	})
-	if len(archives) != 1 {
-		t.Errorf("archives %v, want the workspace's one", archives)
+	if len(archives) != 2 || !strings.HasSuffix(archives[0], ".home.tar.zst") || !strings.HasSuffix(archives[1], ".workspace-0.tar.zst") {
+		t.Errorf("archives %v, want the home's and the workspace's", archives)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -39,9 +40,13 @@ func (c *command) size(ctx context.Context, args []string, asJSON bool) error {
 	rows := []SizeRow{}
 	for _, p := range args {
 		abs := absPath(p)
+		// A folder is measured from itself, so that a folder that is a
+		// mount point (a tmpfs, a volume) is measured and only mounts
+		// nested inside it are skipped; anything else (a file, a link,
+		// measured as the link) from its parent.
 		base, rel := filepath.Dir(abs), filepath.Base(abs)
-		if abs == "/" {
-			base, rel = "/", ""
+		if fi, err := os.Lstat(abs); abs == "/" || (err == nil && fi.IsDir()) {
+			base, rel = abs, ""
 		}
 		res, err := treesize.Measure(ctx, base, rel, treesize.Options{})
 		if err == nil {
@@ -66,6 +71,9 @@ func (c *command) size(ctx context.Context, args []string, asJSON bool) error {
 		note := ""
 		if len(r.Skipped) > 0 {
 			note = fmt.Sprintf("%d mount points not entered", len(r.Skipped))
+			if len(r.Skipped) == 1 {
+				note = "1 mount point not entered: " + r.Skipped[0]
+			}
 		}
 		if r.SharedBytes > 0 {
 			note = strings.TrimPrefix(note+"; ", "; ") + sizeText(r.SharedBytes) + " hard-linked from outside, not counted"

@@ -63,12 +63,18 @@ func printPlan(w io.Writer, p *views.Plan) {
 			for _, path := range a.Paths {
 				fmt.Fprintf(tw, "\t\t\t\t  %s\n", path)
 			}
+			for _, n := range a.NotKept {
+				fmt.Fprintf(tw, "\t\t\t\t  not kept: %s\n", n)
+			}
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n%d %s would free %s\n", len(p.Actions), plural(len(p.Actions), "action", "actions"), sizeText(p.Bytes()))
 	}
 	for _, n := range p.Scheduled {
 		fmt.Fprintf(w, "would announce: %s of %s/%s at %s (%s)\n", n.Step, n.Backend, n.Runtime, n.Due.Local().Format(time.RFC3339), cell(n.Reason, 0))
+		for _, k := range n.NotKept {
+			fmt.Fprintf(w, "  not kept: %s\n", k)
+		}
 	}
 	for _, n := range p.Canceled {
 		fmt.Fprintf(w, "would cancel: %s of %s/%s (%s)\n", n.Step, n.Backend, n.Runtime, cell(n.Reason, 0))
@@ -130,7 +136,7 @@ func printApplied(w io.Writer, a *views.Applied) {
 func printRuntimes(w io.Writer, list []views.Runtime, wide bool, now time.Time) error {
 	tw := newTable(w)
 	if wide {
-		fmt.Fprintln(tw, "ID\tBACKEND\tSOURCE\tSTATE\tLAST ACTIVE\tFROM\tSIZE\tUNSAVED\tPROTECTED\tLEASE UNTIL\tRETENTION\tSCHEDULED\tARCHIVE\tPATH")
+		fmt.Fprintln(tw, "ID\tBACKEND\tSOURCE\tSTATE\tLAST ACTIVE\tFROM\tSIZE\tUNSAVED\tPROTECTED\tLEASE UNTIL\tRETENTION\tIDLE SUSPEND\tSCHEDULED\tARCHIVE\tPATH")
 	} else {
 		fmt.Fprintln(tw, "ID\tBACKEND\tSTATE\tLAST ACTIVE\tSIZE\tUNSAVED\tPROTECTED\tSCHEDULED")
 	}
@@ -174,11 +180,25 @@ func printRuntimes(w io.Writer, list []views.Runtime, wide bool, now time.Time) 
 		if source == "" {
 			source = r.Source
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, cell(source, 0), state,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Backend, cell(source, 0), state,
 			ago(r.LastActivity, now), cell(r.LastActivityFrom, 0), sizeText(r.SizeBytes), cell(unsavedText(r), 0), cell(protected, 0),
-			cell(lease, 0), retention, cell(sched, 0), cell(r.ArchiveID, 0), cell(r.Path, 0))
+			cell(lease, 0), retention, cell(r.IdleSuspend, 0), cell(sched, 0), cell(r.ArchiveID, 0), cell(r.Path, 0))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		// The narrow table has no room for it: say once per backend
+		// that idle suspend is not offered, where it is not.
+		said := map[string]bool{}
+		for _, r := range list {
+			if strings.HasPrefix(r.IdleSuspend, "not offered") && !said[r.Backend] {
+				said[r.Backend] = true
+				fmt.Fprintf(w, "note: idle suspend is %s\n", r.IdleSuspend)
+			}
+		}
+	}
+	return nil
 }
 
 // unsavedText is the wide listing's unsaved work, with what of it is
@@ -209,6 +229,11 @@ func printStatus(out io.Writer, st *views.Status) {
 		}
 		tw.Flush()
 	}
+	for _, f := range st.Filesystems {
+		if f.Forecast != nil {
+			fmt.Fprintf(out, "forecast %s: %s\n", f.Path, f.Forecast.Text)
+		}
+	}
 	for _, s := range st.Sources {
 		state := fmt.Sprintf("%d %s", s.Runtimes, plural(s.Runtimes, "runtime", "runtimes"))
 		if !s.Listed {
@@ -236,6 +261,38 @@ func printStatus(out io.Writer, st *views.Status) {
 		}
 		fmt.Fprintf(out, "last action: %s %s of %s/%s, %s\n", e.At.Local().Format(time.RFC3339), e.Step, e.Backend, e.Runtime, outcome)
 	}
+	if f := st.Fleet; f != nil {
+		printFleet(out, f)
+	}
+}
+
+// printFleet shows the replicas of a fleet and who leads.
+func printFleet(out io.Writer, f *views.Fleet) {
+	switch {
+	case f.Leader == "":
+		fmt.Fprintf(out, "leader: none right now (an election is due); this is %s\n", f.Replica)
+	default:
+		me := ""
+		if f.Leading {
+			me = " (this replica)"
+		}
+		fmt.Fprintf(out, "leader: %s%s since %s, generation %d, lease until %s\n", f.Leader, me,
+			f.LeaderSince.Local().Format(time.RFC3339), f.Generation, f.LeaseExpiresAt.Local().Format(time.RFC3339))
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "REPLICA\tVERSION\tLAST HEARTBEAT\tSTARTED\tAPI\tROLE")
+	for _, r := range f.Replicas {
+		role := "follower"
+		switch {
+		case r.Leader:
+			role = "leader"
+		case !r.Alive:
+			role = "silent"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.LastHeartbeat.Local().Format(time.RFC3339),
+			r.StartedAt.Local().Format(time.RFC3339), r.API, role)
+	}
+	tw.Flush()
 }
 
 func reclaimableText(by map[string]int64) string {
@@ -467,4 +524,82 @@ func seenText(seen map[string]map[string]int) string {
 		return "no runtimes"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printExplain prints an explanation: the runtime, what was observed of
+// it, each policy's verdict in order, the next pass and the next step.
+func printExplain(out io.Writer, ex *views.Explain) {
+	rt, o := ex.Runtime, ex.Observation
+	label := rt.SourceLabel
+	if label == "" {
+		label = rt.Source
+	}
+	fmt.Fprintf(out, "runtime %s/%s (source %s): %s\n", rt.Backend, rt.ID, label, o.State)
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	if !o.Listed {
+		fmt.Fprintln(out, "not listed by its source in this pass: no policy looked at it")
+	}
+	activity := "none known"
+	if !o.LastActivity.IsZero() {
+		activity = when(o.LastActivity) + " (" + o.LastActivityFrom + ")"
+	}
+	fmt.Fprintf(out, "observed %s: last activity %s", when(ex.ObservedAt), activity)
+	if o.SizeBytes >= 0 {
+		fmt.Fprintf(out, ", size %s", sizeText(o.SizeBytes))
+	}
+	fmt.Fprintln(out)
+	var frees []string
+	for _, step := range backend.Steps {
+		if n, ok := o.BytesByStep[string(step)]; ok {
+			frees = append(frees, fmt.Sprintf("%s %s", step, sizeText(n)))
+		}
+	}
+	if len(frees) > 0 {
+		fmt.Fprintf(out, "each step would free: %s\n", strings.Join(frees, ", "))
+	}
+	if o.Filesystem != "" {
+		fmt.Fprintf(out, "filesystem: %s\n", o.Filesystem)
+	}
+	if o.Unsaved != "" {
+		fmt.Fprintf(out, "unsaved work: %s\n", o.Unsaved)
+	}
+	if o.Busy != "" {
+		fmt.Fprintf(out, "busy: %s\n", o.Busy)
+	}
+	if ex.Protection != nil {
+		fmt.Fprintf(out, "protected: %s\n", ex.Protection.Reason)
+	}
+	if len(ex.Policies) > 0 {
+		tw := newTable(out)
+		fmt.Fprintln(tw, "POLICY\tSTEP\tVERDICT\tDUE\tWHY")
+		for _, v := range ex.Policies {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s: %s\n", v.Policy, v.Step, v.Outcome, when(v.Due), v.Code, plan.OneLine(v.Reason))
+		}
+		tw.Flush()
+	} else {
+		fmt.Fprintln(out, "no policy is in force for it")
+	}
+	if len(ex.PoliciesOff) > 0 {
+		off := make([]string, len(ex.PoliciesOff))
+		for i, c := range ex.PoliciesOff {
+			off[i] = string(c)
+		}
+		fmt.Fprintf(out, "not in force: %s\n", strings.Join(off, ", "))
+	}
+	next := "next pass"
+	if !ex.NextPass.At.IsZero() {
+		next += " (" + when(ex.NextPass.At) + ")"
+	}
+	fmt.Fprintf(out, "%s: %s\n", next, ex.NextPass.Summary)
+	if s := ex.NextStep; s != nil {
+		fmt.Fprintf(out, "next step if nothing changes: %s at %s (%s: %s)\n", s.Step, when(s.Due), s.Policy, plan.OneLine(s.Reason))
+	} else {
+		fmt.Fprintln(out, "next step if nothing changes: none")
+	}
+	fmt.Fprintf(out, "note: %s\n", ex.Note)
 }

@@ -145,6 +145,14 @@ func (r *remote) Status(ctx context.Context) (*views.Status, error) {
 	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
 }
 
+func (r *remote) Explain(ctx context.Context, ref ops.Ref) (*views.Explain, error) {
+	resp, err := r.api.ExplainRuntimeWithResponse(ctx, ref.Name, &openapi.ExplainRuntimeParams{Backend: ref.Backend, Source: ref.Source})
+	if err != nil {
+		return answer[views.Explain](nil, err, nil, nil)
+	}
+	return answer(resp.JSON200, nil, resp.HTTPResponse, resp.Body)
+}
+
 // Runtimes reads every page the query asks for (a page of 10,000 at a
 // time when it asks for all).
 func (r *remote) Runtimes(ctx context.Context, q ops.RuntimeQuery) (*views.RuntimeList, error) {

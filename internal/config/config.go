@@ -39,6 +39,16 @@ type Ledger struct {
 	// Path (path) is the SQLite file of the ledger. Absolute; "~/" expands
 	// to $HOME. Default: ledger.db in the state folder (see StateDir).
 	Path string `toml:"path"`
+	// URL (url), when set, makes the ledger PostgreSQL, shared by the
+	// replicas of a fleet: "postgres://user@host:5432/db?sslmode=..." or
+	// "postgres:///db?host=/run/postgresql" (docs/fleet.md). Path then
+	// only names the state folder (its parent). Never printed whole: its
+	// password is hidden wherever the configuration is shown.
+	URL string `toml:"url"`
+	// PasswordFile (password_file) holds the password of URL's role
+	// (absolute; surrounding white space is ignored), instead of a
+	// password in URL or PGPASSWORD in the environment.
+	PasswordFile string `toml:"password_file"`
 }
 
 // Archive is the [archive] table.
@@ -53,10 +63,18 @@ type Archive struct {
 	// tar.zst of run folders. Default false: they are left out and listed
 	// in the manifest with their lock files.
 	IncludeDependencies bool `toml:"include_dependencies"`
+	// IncludeHome (include_home) keeps the home of a Docker runtime or a
+	// run folder in its archive, less its cache_dirs and core dumps.
+	// Default true; false leaves the home out (said in plans and results).
+	IncludeHome *bool `toml:"include_home"`
 	// S3 ([archive.s3]), when present, stores archives in an
 	// S3-compatible bucket instead of Dir.
 	S3 *ArchiveS3 `toml:"s3"`
 }
+
+// HomeIncluded tells whether archives keep runtimes' homes (include_home,
+// default true).
+func (a Archive) HomeIncluded() bool { return a.IncludeHome == nil || *a.IncludeHome }
 
 // ArchiveS3 is the [archive.s3] table. Credentials never appear in the
 // configuration: they come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
@@ -77,6 +95,12 @@ type ArchiveS3 struct {
 	// default $AWS_PROFILE or "default").
 	CredentialsFile string `toml:"credentials_file"`
 	Profile         string `toml:"profile"`
+	// StallTimeout (stall_timeout) and StallBytes (stall_bytes): every
+	// request to the server (an upload's part, a read-back, a removal)
+	// must move at least stall_bytes in every stall_timeout, or it fails
+	// as stalled. Defaults "30s" and 16384.
+	StallTimeout *Duration `toml:"stall_timeout"`
+	StallBytes   int64     `toml:"stall_bytes"`
 }
 
 // geteuid is replaced in tests.
@@ -141,7 +165,7 @@ func FlagPath(path string) (string, error) {
 // default ledger path and archive folder. It never fails: what it cannot
 // resolve it leaves for Validate to report.
 func (c *Config) resolve() {
-	for _, p := range []*string{&c.Ledger.Path, &c.Archive.Dir, &c.Server.TokenFile} {
+	for _, p := range []*string{&c.Ledger.Path, &c.Ledger.PasswordFile, &c.Archive.Dir, &c.Server.TokenFile} {
 		*p = expandHome(*p)
 	}
 	if c.Archive.S3 != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -63,7 +64,7 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	return b.String()
+	return RedactCredentials(b.String())
 }
 
 // Is reports whether target is ErrInvalid.
@@ -106,4 +107,19 @@ func Errors(err error) (errs []*Error, ok bool) {
 		errs = append(errs, ce)
 	}
 	return errs, true
+}
+
+// userinfo is the "user:password@" of anything shaped like a URL, parsable
+// or not (a malformed endpoint is quoted in its error too).
+var userinfo = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/?#\s@]+@`)
+
+// RedactCredentials replaces the user and password of every URL in s with
+// "[redacted]". Rule "no configuration message quotes a credential": every
+// configuration error (Error.Error) and every logged configuration change
+// passes through it, whatever the URL's key and however malformed it is.
+func RedactCredentials(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return userinfo.ReplaceAllString(s, "${1}[redacted]@")
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/ignored"
 	"github.com/reclaimer/reclaimer/internal/policy"
 )
 
@@ -19,6 +20,22 @@ type PolicyOverrides struct {
 	// home, clean, without "..". Default [".cache", ".npm"]. An empty array
 	// (cache_dirs = []) turns the caches step off.
 	CacheDirs []string `toml:"cache_dirs"`
+
+	// Rebuildable (rebuildable) are the folder names the dependencies step
+	// sheds (and archives leave out) whatever they hold: dependencies and
+	// build output a project rebuilds. Exact names, case-insensitive. The
+	// entry "defaults" stands for the built-in list (node_modules, .venv,
+	// target, build, dist, ...): ["defaults", "elm-stuff"] extends it, a
+	// list without it replaces it, [] leaves only the keep rule.
+	Rebuildable []string `toml:"rebuildable"`
+
+	// Keep (keep) are name patterns (path.Match on one name, case-
+	// insensitive) of what a user wants back: an ignored folder not in
+	// Rebuildable is shed only when nothing in it matches one. "defaults"
+	// stands for the built-in list (.env*, *.pem, *credentials*,
+	// *.tfstate*, id_*, *.key, ...); a list without it replaces it. A .git
+	// at any depth keeps any folder, whatever the lists say.
+	Keep []string `toml:"keep"`
 
 	// DiskHigh (disk_high) is the high watermark of the disk budget: when
 	// the filesystem holding the runtimes is fuller than this, the budget
@@ -55,6 +72,28 @@ type PolicyOverrides struct {
 	// period and a notice, archived first when it holds unsaved work.
 	// Default false.
 	RegisteredOnly *bool `toml:"registered_only"`
+}
+
+// DefaultsEntry in a rebuildable or keep list stands for the built-in list.
+const DefaultsEntry = "defaults"
+
+// expandDefaults replaces the "defaults" entry of list with defaults,
+// keeping the order and dropping repeats; never nil (an empty list is a
+// choice, not "unset").
+func expandDefaults(list, defaults []string) []string {
+	out := []string{}
+	for _, e := range list {
+		add := []string{e}
+		if e == DefaultsEntry {
+			add = defaults
+		}
+		for _, a := range add {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // DefaultGrace is the notice period when neither a source table nor
@@ -98,6 +137,8 @@ func (c *Config) PolicyFor(t Table) policy.Settings {
 		p.CacheDirs = []string{}
 	}
 	p.CacheDirs = slices.Clone(p.CacheDirs)
+	// Rebuildable and Keep stay nil when no table sets them: the built-in
+	// lists (ignored.DefaultRebuildable, DefaultKeep) apply.
 	return p
 }
 
@@ -107,6 +148,12 @@ func (c *Config) PolicyFor(t Table) policy.Settings {
 func apply(p *policy.Settings, o PolicyOverrides, lowSet *bool) {
 	if o.CacheDirs != nil {
 		p.CacheDirs = o.CacheDirs
+	}
+	if o.Rebuildable != nil {
+		p.Rebuildable = expandDefaults(o.Rebuildable, ignored.DefaultRebuildable)
+	}
+	if o.Keep != nil {
+		p.Keep = expandDefaults(o.Keep, ignored.DefaultKeep)
 	}
 	if o.DiskHigh != nil {
 		p.DiskHigh = float64(*o.DiskHigh)

@@ -25,5 +25,11 @@ func CheckReload(old, next *Config) error {
 	if old.Ledger.Path != next.Ledger.Path {
 		why = append(why, fmt.Errorf("%w: it changes ledger.path (%q → %q): restart to use another ledger", ErrUnsafeReload, old.Ledger.Path, next.Ledger.Path))
 	}
+	if old.Ledger.URL != next.Ledger.URL || old.Ledger.PasswordFile != next.Ledger.PasswordFile {
+		why = append(why, fmt.Errorf("%w: it changes ledger.url or ledger.password_file: restart to use another ledger", ErrUnsafeReload))
+	}
+	if old.ReplicaName() != next.ReplicaName() {
+		why = append(why, fmt.Errorf("%w: it changes server.name (%q → %q): restart to rename the replica", ErrUnsafeReload, old.ReplicaName(), next.ReplicaName()))
+	}
 	return errors.Join(why...)
 }

@@ -87,7 +87,7 @@ func (s *scanner) scan() {
 }
 
 func (s *scanner) syntaxError(err error) {
-	e := &Error{File: s.name, Msg: err.Error()}
+	e := &Error{File: s.name, Msg: RedactCredentials(err.Error())}
 	var perr *unstable.ParserError
 	if errors.As(err, &perr) {
 		offset := len(s.data)
@@ -103,7 +103,7 @@ func (s *scanner) syntaxError(err error) {
 }
 
 func (s *scanner) add(path keyPath, line int, format string, args ...any) {
-	s.errs = append(s.errs, &Error{File: s.name, Line: line, Key: path.String(), Msg: fmt.Sprintf(format, args...)})
+	s.errs = append(s.errs, &Error{File: s.name, Line: line, Key: path.String(), Msg: RedactCredentials(fmt.Sprintf(format, args...))})
 }
 
 func (s *scanner) record(path keyPath, line, col int, header unstable.Kind) {
@@ -432,13 +432,13 @@ func (s *scanner) convert(err error) {
 		}
 	case errors.As(err, &decode):
 		line, col := decode.Position()
-		e := &Error{File: s.name, Line: line, Column: col, Msg: strings.TrimPrefix(decode.Error(), "toml: "), keyInMsg: true}
+		e := &Error{File: s.name, Line: line, Column: col, Msg: RedactCredentials(strings.TrimPrefix(decode.Error(), "toml: ")), keyInMsg: true}
 		if en, ok := s.at(line, col); ok {
 			e.Key = en.path.String()
 		}
 		s.errs = append(s.errs, e)
 	default:
-		s.errs = append(s.errs, &Error{File: s.name, Msg: strings.TrimPrefix(err.Error(), "toml: ")})
+		s.errs = append(s.errs, &Error{File: s.name, Msg: RedactCredentials(strings.TrimPrefix(err.Error(), "toml: "))})
 	}
 }
 

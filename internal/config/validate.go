@@ -42,9 +42,18 @@ func (c *Config) Validate() error {
 			v.add("archive.s3.endpoint", "required: the S3 server, e.g. \"https://s3.example.com\"")
 		} else if strings.Contains(s3.Endpoint, "://") && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
 			v.add("archive.s3.endpoint", "%q: want http://, https:// or host:port", s3.Endpoint)
+		} else if strings.Contains(s3.Endpoint, "@") {
+			// Credentials come from the environment or credentials_file.
+			v.add("archive.s3.endpoint", "%q: must not hold a user or password", s3.Endpoint)
 		}
 		if s3.Bucket == "" {
 			v.add("archive.s3.bucket", "required: the bucket archives go to")
+		}
+		if s3.StallTimeout != nil && *s3.StallTimeout <= 0 {
+			v.add("archive.s3.stall_timeout", "must be positive")
+		}
+		if s3.StallBytes < 0 {
+			v.add("archive.s3.stall_bytes", "must not be negative")
 		}
 		if strings.Contains(s3.Prefix, "..") || strings.Contains(s3.Prefix, "//") {
 			v.add("archive.s3.prefix", "%q: no \"..\" or empty segments", s3.Prefix)
@@ -120,7 +129,7 @@ type area struct {
 }
 
 func (v *validator) add(key, format string, args ...any) {
-	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	v.errs = append(v.errs, &Error{File: v.c.name, Line: v.c.lineOf(key), Key: key, Msg: RedactCredentials(fmt.Sprintf(format, args...))})
 }
 
 // Line returns the line of key ("worktrees[1].root") in the file c was
@@ -274,6 +283,24 @@ func (v *validator) policy(prefix string, o PolicyOverrides, src Table) {
 			continue
 		}
 		v.subpath(key, d, "runtime's home")
+	}
+	for i, n := range o.Rebuildable {
+		key := fmt.Sprintf("%s.rebuildable[%d]", prefix, i)
+		switch {
+		case n == DefaultsEntry:
+		case n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00"):
+			v.add(key, "%q: a folder name (no /), or \"defaults\" for the built-in list", n)
+		case strings.EqualFold(n, ".git"):
+			v.add(key, `".git" is someone's repository, never rebuildable`)
+		case strings.ContainsAny(n, "*?["):
+			v.add(key, "%q: rebuildable names are exact, not patterns", n)
+		}
+	}
+	for i, p := range o.Keep {
+		key := fmt.Sprintf("%s.keep[%d]", prefix, i)
+		if _, err := filepath.Match(p, ""); p != DefaultsEntry && (p == "" || strings.ContainsAny(p, "/\x00") || err != nil) {
+			v.add(key, "%q: a name pattern (path.Match, no /), or \"defaults\" for the built-in list", p)
+		}
 	}
 	if o.DiskHigh != nil && *o.DiskHigh != 0 {
 		v.fraction(prefix+".disk_high", *o.DiskHigh)

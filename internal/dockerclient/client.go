@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,11 @@ type Details struct {
 	// UpperDir is the host folder of the writable layer, for the storage
 	// drivers that have one (overlay2, fuse-overlayfs); "" otherwise.
 	UpperDir string
+	// Published maps a container TCP port ("8000") to where the host
+	// publishes it ("127.0.0.1:32768"; an unspecified address as "").
+	Published map[string]string
+	// Env is the container's environment (NAME=value), as configured.
+	Env []string
 }
 
 // List returns the containers of the Engine in one request: all of them,
@@ -251,6 +257,24 @@ func (c *Client) Inspect(ctx context.Context, id string, size bool) (Details, er
 	}
 	if r.GraphDriver != nil {
 		d.UpperDir = r.GraphDriver.Data["UpperDir"]
+	}
+	if r.Config != nil {
+		d.Env = r.Config.Env
+	}
+	if r.NetworkSettings != nil {
+		for p, bs := range r.NetworkSettings.Ports {
+			if p.Proto() != "tcp" || len(bs) == 0 || bs[0].HostPort == "" {
+				continue
+			}
+			if d.Published == nil {
+				d.Published = map[string]string{}
+			}
+			host := ""
+			if ip := bs[0].HostIP; ip.IsValid() && !ip.IsUnspecified() {
+				host = ip.String()
+			}
+			d.Published[p.Port()] = net.JoinHostPort(host, bs[0].HostPort)
+		}
 	}
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/archive"
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 )
@@ -167,18 +168,20 @@ func (e *Engine) budgetMet(ctx context.Context, a plan.Action) (bool, error) {
 
 // recordNotices persists the plan's announcements and cancellations.
 func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Applied) {
-	st := e.opts.Ledger
 	for _, n := range p.Scheduled {
 		k := n.Key()
-		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
-			if r.ScheduledStep == "" {
-				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = string(n.Step), p.CreatedAt, n.Due
+		err := e.writeFor(ctx, k, func(ctx context.Context, st ledger.Store) error {
+			_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
+				if r.ScheduledStep == "" {
+					r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = string(n.Step), p.CreatedAt, n.Due
+				}
+				return nil
+			})
+			if err == nil {
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
 			}
-			return nil
+			return err
 		})
-		if err == nil {
-			_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
-		}
 		if err != nil {
 			res.Messages = append(res.Messages, fmt.Sprintf("announce %s of %s: %v", n.Step, k, err))
 		} else {
@@ -187,13 +190,16 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 	}
 	for _, n := range p.Canceled {
 		k := n.Key()
-		_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
-			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
-			return nil
+		err := e.writeFor(ctx, k, func(ctx context.Context, st ledger.Store) error {
+			_, err := st.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
+				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+				return nil
+			})
+			if err == nil {
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+			}
+			return err
 		})
-		if err == nil {
-			_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
-		}
 		if err != nil {
 			res.Messages = append(res.Messages, fmt.Sprintf("cancel %s of %s: %v", n.Step, k, err))
 		} else {
@@ -205,6 +211,13 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 // applyOne carries out one action in the order of destruction.
 func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (plan.Result, []<-chan int64) {
 	r := resultOf(a)
+	var term *leader.Term
+	if src, ok := e.Source(a.Source); ok {
+		if term, ok = e.termOf(src); !ok {
+			r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, errNotLeading.Error()
+			return r, nil
+		}
+	}
 	// Look again before the journal and any export: most changes show.
 	seen, change, err := e.reobserve(ctx, a)
 	if err != nil {
@@ -213,12 +226,17 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 		return change.skip(r), nil
 	}
 
-	intent, err := e.opts.Ledger.AppendIntent(ctx, ledger.Intent{PlanID: p.ID, Key: a.Key(),
-		Step: string(a.Step), Paths: a.Paths, Reason: a.Reason, At: e.opts.Now().UTC()})
+	var intent int64
+	err = e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
+		var err error
+		intent, err = st.AppendIntent(ctx, ledger.Intent{PlanID: p.ID, Key: a.Key(),
+			Step: string(a.Step), Paths: a.Paths, Reason: a.Reason, At: e.opts.Now().UTC()})
+		return err
+	})
 	if err != nil {
 		return failed(r, fmt.Errorf("journal intent: %w", err)), nil
 	}
-	r, chans := e.execute(ctx, p, a, seen)
+	r, chans := e.execute(ctx, p, a, seen, term)
 	if r.Outcome == plan.Failed && a.Step.Destructive() {
 		e.recordFailure(ctx, a, r.Reason)
 	}
@@ -255,7 +273,7 @@ func failed(r plan.Result, err error) plan.Result {
 
 // execute does the step, under the runtime's lock for the parts that
 // change anything.
-func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen) (plan.Result, []<-chan int64) {
+func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen, term *leader.Term) (plan.Result, []<-chan int64) {
 	r := resultOf(a)
 	fail := func(err error) (plan.Result, []<-chan int64) { return failed(r, err), nil }
 	b := seen.Source.Backend
@@ -269,7 +287,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		ex, ok := backend.As[backend.Exporter](b)
 		switch {
 		case ok:
-			got, err := e.export(ctx, ex, rt, p.CreatedAt, a)
+			got, err := e.export(ctx, ex, rt, seen.Source.Settings, p.CreatedAt, a)
 			if err != nil {
 				return fail(fmt.Errorf("archive (nothing was removed): %w", err))
 			}
@@ -287,7 +305,13 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 
-	unlock, err := e.lockRuntime(ctx, rt.Key)
+	lockCtx := ctx
+	if term != nil {
+		// A leader stopped while it holds the lock keeps its successor
+		// off this runtime no longer than its term could have lasted.
+		lockCtx = ledger.WithLockIdle(ctx, term.Remaining())
+	}
+	unlock, err := e.lockRuntime(lockCtx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
 		return r, nil
@@ -302,6 +326,14 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		return change.skip(r), nil
 	}
 	rt = *locked.Runtime
+	// A shared source's backend is called only while the term holds, and
+	// stops with it.
+	ctx, endCall, err := callCtx(ctx, term)
+	if err != nil {
+		r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, err.Error()
+		return r, nil
+	}
+	defer endCall()
 
 	var chans []<-chan int64
 	discard := func(path string) error {
@@ -318,6 +350,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			return fail(fmt.Errorf("reclaim files: %w", errors.ErrUnsupported))
 		}
 		files, err := fr.ReclaimFiles(ctx, rt, backend.FileOptions{Step: a.Step, CacheDirs: seen.Source.Settings.CacheDirs,
+			Rebuildable: seen.Source.Settings.Rebuildable, Keep: seen.Source.Settings.Keep,
 			Paths: a.Paths, Discard: discard})
 		if err != nil && len(files) == 0 {
 			return fail(err)
@@ -333,7 +366,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err := s.Suspend(ctx, rt, backend.SuspendOptions{Reason: a.Reason}); err != nil {
 			return fail(err)
 		}
-		e.markState(ctx, rt, backend.StateSuspended, "")
+		e.markState(ctx, term, rt, backend.StateSuspended, "")
 	case backend.StepArchive, backend.StepDelete:
 		d, ok := backend.As[backend.Deleter](b)
 		if !ok {
@@ -353,11 +386,19 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			kept = true
 		}
 		// Mark first: a crash after this point is finished by Recover.
-		if err := e.markState(ctx, rt, state, r.ArchiveID); err != nil {
+		if err := e.markState(ctx, term, rt, state, r.ArchiveID); err != nil {
 			return fail(fmt.Errorf("mark %s (nothing was removed): %w", state, err))
 		}
+		if term != nil && !term.Valid() {
+			// The mark committed under the lease, but the term ran out
+			// since: no provider call now. The next leader's pass sees
+			// the runtime still there and plans it again.
+			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID) // refused, most likely: the next leader's listing corrects it
+			r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, errNotLeading.Error()
+			return r, nil
+		}
 		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard, Step: a.Step}); err != nil {
-			e.markState(ctx, rt, rt.State, r.ArchiveID)
+			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID)
 			return fail(err)
 		}
 	}
@@ -443,8 +484,15 @@ func (e *Engine) recheckLocked(ctx context.Context, a plan.Action, seen *Seen) (
 
 // markState records the runtime's new state, with the archive that keeps
 // it; a runtime the ledger never recorded gets a record.
-func (e *Engine) markState(ctx context.Context, rt backend.Runtime, state backend.State, archiveID string) error {
-	_, err := e.opts.Ledger.Update(ctx, rt.Key, func(r *ledger.RuntimeRecord) error {
+func (e *Engine) markState(ctx context.Context, term *leader.Term, rt backend.Runtime, state backend.State, archiveID string) error {
+	return e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
+		return markIn(ctx, st, rt, state, archiveID, e.opts.Now().UTC())
+	})
+}
+
+// markIn is markState's write, in st.
+func markIn(ctx context.Context, st ledger.Store, rt backend.Runtime, state backend.State, archiveID string, now time.Time) error {
+	_, err := st.Update(ctx, rt.Key, func(r *ledger.RuntimeRecord) error {
 		r.State = string(state)
 		if archiveID != "" {
 			r.ArchiveID = archiveID
@@ -458,7 +506,7 @@ func (e *Engine) markState(ctx context.Context, rt backend.Runtime, state backen
 		return nil
 	})
 	if errors.Is(err, ledger.ErrNotFound) {
-		err = e.opts.Ledger.Observe(ctx, []ledger.Observation{{Key: rt.Key, State: string(state), Path: rt.Path, SizeBytes: -1, At: e.opts.Now().UTC()}})
+		err = st.Observe(ctx, []ledger.Observation{{Key: rt.Key, State: string(state), Path: rt.Path, SizeBytes: -1, At: now}})
 	}
 	return err
 }

@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/agentserver"
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/deletion"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/filelock"
 	"github.com/reclaimer/reclaimer/internal/plan"
@@ -39,6 +41,10 @@ type Source struct {
 	// ListTimeout bounds one listing of the source, retries included; past
 	// it the source is a problem of the pass. 0: no bound but ctx's.
 	ListTimeout time.Duration
+	// Shared: the source's runtimes are every replica's of a fleet (a
+	// remote provider's sandboxes), acted on by the leader alone (see
+	// Options.Lead). Sources of a host's own files are not shared.
+	Shared bool
 }
 
 // BusyFunc tells, for each path, why it is busy ("" or absent: not busy).
@@ -55,6 +61,13 @@ type Options struct {
 	// state, against every process sharing the ledger; nil: a file lock
 	// per runtime under StateDir/locks (one host).
 	Locker ledger.Locker
+	// Lead, in a fleet, returns this replica's leadership term while it
+	// leads: shared sources are listed and acted on only then, their
+	// writes fenced by the term through Fencer (fleet.go). Nil: one host,
+	// every source is acted on.
+	Lead func() (*leader.Term, bool)
+	// Fencer writes under a lease's generation; required with Lead.
+	Fencer ledger.Fencer
 	// ArchiveDir is where archives are written when Sink is nil, and the
 	// parent of the private staging folders of exports.
 	ArchiveDir string
@@ -63,6 +76,9 @@ type Options struct {
 	// IncludeDependencies keeps rebuildable dependency folders in
 	// archives ([archive] include_dependencies).
 	IncludeDependencies bool
+	// ExcludeHome leaves runtimes' homes out of archives ([archive]
+	// include_home = false).
+	ExcludeHome bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Busy scans for processes using local runtimes; nil: nothing is busy.
@@ -71,8 +87,21 @@ type Options struct {
 	Usage func(path string) (diskusage.Usage, error)
 	// Concurrency bounds parallel listing, selection and sizing. Default 4.
 	Concurrency int
+	// SlowListing is how long a listing holds its Concurrency slot: one
+	// still running after it goes on without one, so listings that
+	// stall (a provider that does not answer, up to its list_timeout) do
+	// not keep the others, local ones included, waiting. Default
+	// DefaultSlowListing.
+	SlowListing time.Duration
 	Logger      *slog.Logger
+	// IdleClock reads the OpenHands agent-servers' idle clocks of running
+	// runtimes (Runtime.AgentServer, or the URL a host registered);
+	// default an agentserver.Clock on Now.
+	IdleClock *agentserver.Clock
 }
+
+// DefaultSlowListing is Options.SlowListing when unset.
+const DefaultSlowListing = 2 * time.Second
 
 // Engine plans and applies passes.
 type Engine struct {
@@ -116,6 +145,9 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("new engine: source %q cannot list runtimes", s.Name)
 		}
 	}
+	if opts.Lead != nil && opts.Fencer == nil {
+		return nil, errors.New("new engine: a leadership without a fencer")
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -124,6 +156,12 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
+	}
+	if opts.SlowListing <= 0 {
+		opts.SlowListing = DefaultSlowListing
+	}
+	if opts.IdleClock == nil {
+		opts.IdleClock = &agentserver.Clock{Now: opts.Now}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -270,6 +308,15 @@ func (e *Engine) PurgeLeftovers(w *World) {
 		rt := s.Runtime
 		if rt.Root == "" || seen[rt.Root] {
 			continue
+		}
+		if rt.Pinned != "" {
+			// A root only a protected runtime gives (a locked worktree,
+			// such as a copy restored elsewhere) gets no trash made in
+			// it: nothing there will be removed. One left there is
+			// still purged.
+			if _, err := os.Lstat(filepath.Join(rt.Root, trash.DirName)); err != nil {
+				continue
+			}
 		}
 		seen[rt.Root] = true
 		if _, err := e.trashFor(rt.Root); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
@@ -52,7 +53,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // or a missing bucket fails before anything is read, and the manifest is
 // read back once more: the engine does not remove anything on a backend's
 // word alone.
-func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, at time.Time, a plan.Action) (backend.Export, error) {
+// exportOptions are the options an export of s would get, but where it is
+// stored (for Discloser at plan time).
+func (e *Engine) exportOptions(s *Seen) backend.ExportOptions {
+	return backend.ExportOptions{IncludeDependencies: e.opts.IncludeDependencies, ExcludeHome: e.opts.ExcludeHome,
+		CacheDirs: s.Source.Settings.CacheDirs, Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep}
+}
+
+func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Runtime, settings policy.Settings, at time.Time, a plan.Action) (backend.Export, error) {
 	if e.opts.Sink == nil {
 		return backend.Export{}, errors.New("no archive storage configured")
 	}
@@ -74,7 +82,8 @@ func (e *Engine) export(ctx context.Context, ex backend.Exporter, rt backend.Run
 		store = &countingSink{Sink: store, report: func(n int64) { (*f)(StepProgress{Action: a, Stored: n}) }}
 	}
 	exp, err := ex.Export(ctx, rt, backend.ExportOptions{Dir: staging, Sink: store,
-		Name: base, IncludeDependencies: e.opts.IncludeDependencies,
+		Name: base, IncludeDependencies: e.opts.IncludeDependencies, ExcludeHome: e.opts.ExcludeHome, CacheDirs: settings.CacheDirs,
+		Rebuildable: settings.Rebuildable, Keep: settings.Keep,
 		Conversations: conversations(rt), CreatedAt: at})
 	if err != nil {
 		return backend.Export{}, err

@@ -3,11 +3,13 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,5 +340,87 @@ func TestListingTimeIsBounded(t *testing.T) {
 	}
 	if rec, err := store.Runtime(ctx, backend.Key{Source: "slow", Backend: "sbx", ID: "s1"}); err != nil || rec.State == string(backend.StateMissing) {
 		t.Errorf("the stalled source's runtime: %+v %v", rec, err)
+	}
+}
+
+// waiter is a source that counts the listings under way when it was
+// asked to list, and stalls until its context ends when stall is set.
+type waiter struct {
+	*remoteish
+	stall   bool
+	running *atomic.Int32 // stalled listings under way, shared
+	seen    chan int32    // fast: how many were under way when it started
+}
+
+func (w *waiter) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	if w.stall {
+		w.running.Add(1)
+		defer w.running.Add(-1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	select {
+	case w.seen <- w.running.Load():
+	default:
+	}
+	return w.remoteish.List(ctx, opts)
+}
+
+// TestStalledSourcesDoNotStarveTheOthers: rule "no stalled source starves
+// the others". With every listing slot taken by sources that stall until
+// their list_timeout, another source is still listed soon (after
+// SlowListing), not only once they time out; the pass reports the stalled
+// ones and plans the other's runtime.
+func TestStalledSourcesDoNotStarveTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const slots = 2
+	running := &atomic.Int32{}
+	var sources []engine.Source
+	for i := range 3 {
+		slow := &waiter{remoteish: newRemoteish(fmt.Sprintf("s%d", i)), stall: true, running: running}
+		sources = append(sources, engine.Source{Name: fmt.Sprintf("slow%d", i), Backend: slow, Settings: idle, ListTimeout: time.Second})
+	}
+	fast := &waiter{remoteish: newRemoteish("f1"), running: running, seen: make(chan int32, 1)}
+	sources = append(sources, engine.Source{Name: "fast", Backend: fast, Settings: idle})
+	eng, err := engine.New(engine.Options{Ledger: store, StateDir: filepath.Join(dir, "state"), ArchiveDir: filepath.Join(dir, "archives"),
+		Sources: sources, Now: func() time.Time { return now }, Concurrency: slots, SlowListing: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	// The order the listings take their slots in is the scheduler's: try
+	// until the stalled ones took them all first.
+	for try := 0; ; try++ {
+		begin := time.Now()
+		p, _, err := eng.Plan(context.Background(), engine.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(begin)
+		if len(p.Problems) != 3 || p.Problems[0].Code != plan.SourceTimeout {
+			t.Fatalf("problems %+v", p.Problems)
+		}
+		if len(p.Actions) != 1 || p.Actions[0].Source != "fast" {
+			t.Fatalf("actions %+v, want the other source's", p.Actions)
+		}
+		under := <-fast.seen
+		if under < slots {
+			if try == 10 {
+				t.Fatal("in 10 passes the other source was never listed while the stalled listings were under way: it waited for their slots")
+			}
+			continue
+		}
+		// Without the rule the other source would have waited for a
+		// slot until a stalled listing timed out, and a second round of
+		// them after that: two list_timeouts at least.
+		if took > 1800*time.Millisecond {
+			t.Fatalf("the pass took %s with %d stalled listings under way when the other began", took, under)
+		}
+		return
 	}
 }

@@ -37,6 +37,8 @@ type Seen struct {
 	Light bool
 	// unscanned: the /proc scan has not looked at it yet (DeferBusy).
 	unscanned bool
+	// clocked: its agent-server's idle clock was read (or it has none).
+	clocked bool
 }
 
 // LastActive is the newest of reported and observed activity.
@@ -123,6 +125,9 @@ type World struct {
 	// be listed, filesystems that could not be measured, selections that
 	// failed. They did not stop the pass.
 	Problems []plan.Problem
+	// Explained is the explanation a plan was asked for
+	// (PlanOptions.Explain); nil otherwise.
+	Explained *Explained
 
 	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
 }
@@ -228,9 +233,45 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 	if err := e.ObserveFully(ctx, full); err != nil {
 		return nil, err
 	}
+	e.readIdleClocks(ctx, w.Runtimes)
 
 	e.measureFilesystems(w)
 	return w, nil
+}
+
+// readIdleClocks moves the last activity of every fully observed, running
+// runtime whose OpenHands agent-server is known (the backend's
+// Runtime.AgentServer, else the agent_server_url a host registered) to
+// what that server's idle clock says, when newer. Reading it is not
+// activity (nothing is recorded as reported) and a runtime that is not
+// running is never contacted; a clock that cannot be read makes the
+// runtime busy for the pass (fail closed).
+func (e *Engine) readIdleClocks(ctx context.Context, seen []*Seen) {
+	var batch []backend.Runtime
+	var from []*Seen
+	for _, s := range seen {
+		if s.clocked || s.Light {
+			continue
+		}
+		s.clocked = true
+		if s.Runtime.AgentServer == nil && s.Record.AgentServerURL != "" {
+			s.Runtime.AgentServer = &backend.AgentServer{URL: s.Record.AgentServerURL}
+		}
+		if s.Runtime.AgentServer == nil || s.Runtime.State != backend.StateRunning {
+			continue
+		}
+		batch = append(batch, *s.Runtime)
+		from = append(from, s)
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if err := e.opts.IdleClock.Refine(ctx, batch); err != nil {
+		e.log.Warn("agent-server idle clocks", "err", err)
+	}
+	for i, s := range from {
+		s.Runtime.LastActivity, s.Runtime.Busy = batch[i].LastActivity, batch[i].Busy
+	}
 }
 
 // list lists every source (those of opts.Only when set), bounded in
@@ -251,9 +292,22 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			results[i].skipped = true
 			continue
 		}
+		if _, ok := e.termOf(src); !ok {
+			// The leader's to list: not listed is not missing.
+			results[i].skipped = true
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
-			defer func() { <-sem }()
+			// Rule "no stalled source starves the others": a listing
+			// still running after SlowListing gives up its slot (it
+			// waits on a provider, not on this host's disks) and goes
+			// on, bounded by its ListTimeout.
+			var once sync.Once
+			release := func() { once.Do(func() { <-sem }) }
+			defer release()
+			slow := time.AfterFunc(e.opts.SlowListing, release)
+			defer slow.Stop()
 			lctx, cancel := ctx, context.CancelFunc(func() {})
 			if src.ListTimeout > 0 {
 				lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
@@ -263,7 +317,7 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
 			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
-			if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 				err = &listTimeout{d: src.ListTimeout, err: err}
 			}
 			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}
@@ -358,6 +412,9 @@ type ledgerView struct {
 func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, error) {
 	st := e.opts.Ledger
 	v := &ledgerView{held: map[ledger.Key]string{}, records: map[ledger.Key]ledger.RuntimeRecord{}}
+	if sr, ok := st.(ledger.ScopedReader); ok && e.opts.Lead != nil {
+		return e.readScoped(ctx, sr, v, now)
+	}
 	var err error
 	if v.activity, err = st.ActivityTimes(ctx); err != nil {
 		return nil, fmt.Errorf("observe: read activity: %w", err)
@@ -741,9 +798,10 @@ func (e *Engine) ObserveFully(ctx context.Context, seen []*Seen) error {
 				if rt.Pinned == "" {
 					rt.Pinned = s.Runtime.Pinned
 				}
-				s.Runtime, s.Light = &rt, false
+				s.Runtime, s.Light, s.clocked = &rt, false, false
 			}
 		}
 	}
+	e.readIdleClocks(ctx, seen)
 	return nil
 }

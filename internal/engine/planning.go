@@ -20,6 +20,29 @@ type PlanOptions struct {
 	Steps    []backend.Step
 	Only     []backend.Key
 	Requests []policy.Request
+	// Explain, when set, asks for the explanation of this runtime
+	// (World.Explained): every rule's verdict in the pass. The runtime is
+	// observed fully and scanned for processes before deciding, as apply
+	// would re-observe it.
+	Explain backend.Key
+}
+
+// Explained is what a pass decided for one runtime, and why.
+type Explained struct {
+	// Seen is the runtime as observed (nil when no source listed it).
+	Seen *Seen
+	// Candidate is what the policies were given for it.
+	Candidate *policy.Candidate
+	// Explanation is every rule's verdict (policy.Explain, over the same
+	// input as the plan).
+	Explanation policy.Explanation
+	// BytesByStep is what each step would free of it now: the caches and
+	// dependencies its backend selects, and the whole runtime for archive
+	// and delete; a step it cannot have is absent.
+	BytesByStep map[backend.Step]int64
+	// SizeBytes is the runtime's size on disk (-1 when there is nothing
+	// to measure: a remote sandbox).
+	SizeBytes int64
 }
 
 // Plan observes the world and returns what a pass would do. It changes
@@ -34,6 +57,17 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 	w, err := e.Observe(ctx, ObserveOptions{Only: only, Record: true, Light: true, DeferBusy: true})
 	if err != nil {
 		return nil, nil, err
+	}
+	var explained *Seen
+	if opts.Explain != (backend.Key{}) {
+		if explained = w.Find(opts.Explain); explained != nil {
+			if err := e.ObserveFully(ctx, []*Seen{explained}); err != nil {
+				return nil, nil, err
+			}
+			if err := e.busy(ctx, []*Seen{explained}); err != nil {
+				return nil, nil, fmt.Errorf("plan: scan for busy runtimes: %w", err)
+			}
+		}
 	}
 	cands := e.candidates(ctx, w, opts.Steps)
 	in := policy.Input{Now: w.Now, Candidates: cands, Filesystems: w.Filesystems,
@@ -101,6 +135,7 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		if a.Step.Destructive() && act.Bytes == 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
 			act.Bytes = max(e.Size(ctx, *s.Runtime), 0)
 		}
+		act.NotKept = e.notKept(s, a.Step)
 		p.Actions = append(p.Actions, act)
 	}
 	p.Problems = append(p.Problems, w.Problems...)
@@ -112,13 +147,78 @@ func (e *Engine) Plan(ctx context.Context, opts PlanOptions) (*plan.Plan, *World
 		return plan.Notice{Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step, Due: n.Due, Code: n.Code, Reason: n.Reason}
 	}
 	for _, n := range out.Schedule {
-		p.Scheduled = append(p.Scheduled, notice(n))
+		pn := notice(n)
+		if s := w.Find(n.Key); s != nil {
+			pn.NotKept = e.notKept(s, n.Step)
+		}
+		p.Scheduled = append(p.Scheduled, pn)
 	}
 	for _, n := range out.Cancel {
 		p.Canceled = append(p.Canceled, notice(n))
 	}
 	p.Messages = out.Messages
+	if opts.Explain != (backend.Key{}) {
+		w.Explained = e.explain(ctx, in, opts.Explain, explained, cands, candIndex)
+	}
 	return p, w, nil
+}
+
+// explain explains what in decides for k, and measures what each step
+// would free of it.
+func (e *Engine) explain(ctx context.Context, in policy.Input, k backend.Key, s *Seen, cands []policy.Candidate, index map[backend.Key]int) *Explained {
+	x := &Explained{Seen: s, Explanation: policy.Explain(in, k), BytesByStep: map[backend.Step]int64{}, SizeBytes: -1}
+	if s == nil {
+		return x
+	}
+	c := &cands[index[k]]
+	x.Candidate = c
+	if !s.Runtime.State.Present() {
+		return x
+	}
+	if fr, ok := backend.As[backend.FileReclaimer](s.Source.Backend); ok {
+		// What the pass selected, else a selection now, for the figures
+		// only: the pass selects only what a rule could act on.
+		files := func(step backend.Step, have []backend.File, need bool) int64 {
+			if have == nil && need {
+				have, _ = fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: step, CacheDirs: s.Source.Settings.CacheDirs,
+					Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep})
+			}
+			if step == backend.StepDependencies {
+				have = backend.Shed(have)
+			}
+			var n int64
+			for _, f := range have {
+				n += max(f.Bytes, 0)
+			}
+			return n
+		}
+		if len(s.Source.Settings.CacheDirs) > 0 && s.Runtime.Home != "" {
+			x.BytesByStep[backend.StepCaches] = files(backend.StepCaches, c.Caches, true)
+		}
+		x.BytesByStep[backend.StepDependencies] = files(backend.StepDependencies, c.Dependencies, true)
+	}
+	size := c.SizeBytes
+	if size < 0 && (s.Runtime.Path != "" || s.Runtime.Root != "" || s.Runtime.StorageBytes > 0) {
+		size = e.Size(ctx, *s.Runtime)
+	}
+	x.SizeBytes = size
+	if size >= 0 {
+		if c.Can.Delete {
+			x.BytesByStep[backend.StepArchive] = size
+			x.BytesByStep[backend.StepDelete] = size
+		}
+	}
+	return x
+}
+
+// notKept is what an archive written before step on s would not keep
+// (backend.Discloser), when step archives first.
+func (e *Engine) notKept(s *Seen, step backend.Step) []string {
+	d, ok := backend.As[backend.Discloser](s.Source.Backend)
+	if !ok || !(step == backend.StepArchive || (step == backend.StepDelete && s.Runtime.Unsaved != "")) {
+		return nil
+	}
+	return d.NotKept(*s.Runtime, e.exportOptions(s))
 }
 
 func containsKey(keys []backend.Key, k backend.Key) bool {
@@ -165,6 +265,7 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 		_, c.Can.Suspend = backend.As[backend.Suspender](b)
 		_, c.Can.Delete = backend.As[backend.Deleter](b)
 		_, c.Can.Export = backend.As[backend.Exporter](b)
+		_, c.Can.IdleArchive = backend.As[backend.IdleLosesFiles](b)
 		fr, ok := backend.As[backend.FileReclaimer](b)
 		c.Can.Files = ok
 		if s.HasRecord && s.Record.SizeBytes >= 0 {
@@ -202,7 +303,8 @@ func (e *Engine) candidates(ctx context.Context, w *World, steps []backend.Step)
 					c.Caches = files
 				}
 				if j.deps {
-					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies})
+					files, err := j.fr.ReclaimFiles(ctx, *s.Runtime, backend.FileOptions{Step: backend.StepDependencies,
+						Rebuildable: s.Source.Settings.Rebuildable, Keep: s.Source.Settings.Keep})
 					if err != nil {
 						problems = append(problems, "select dependencies: "+err.Error())
 					}

@@ -90,6 +90,8 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 		return changedBecause(ChangeNotScheduled, "no longer scheduled")
 	case a.Step == backend.StepArchive && retentionExtended(s, now):
 		return changedBecause(ChangeRetentionExtended, "retention extended")
+	case a.Step == backend.StepDelete && a.Code == policy.RuleReleased && len(s.Record.Conversations) > 0:
+		return changedBecause(ChangeRegistered, "a conversation owns it again")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.orphanSince().IsZero():
 		return changedBecause(ChangeRegistered, "registered by a host")
 	case a.Step == backend.StepDelete && a.Code == policy.RuleOrphan && s.Record.ScheduledStep != string(backend.StepDelete):
@@ -99,10 +101,10 @@ func recheck(a plan.Action, s *Seen, now time.Time) Change {
 }
 
 func retentionExtended(s *Seen, now time.Time) bool {
-	ret := s.Source.Settings.Retention
-	if s.Record.RetentionOverride != nil {
-		ret = *s.Record.RetentionOverride
-	}
+	c := policy.Candidate{Runtime: s.Runtime, Record: s.PolicyRecord(), Settings: s.Source.Settings}
+	_, c.Can.Suspend = backend.As[backend.Suspender](s.Source.Backend)
+	_, c.Can.IdleArchive = backend.As[backend.IdleLosesFiles](s.Source.Backend)
+	ret, _ := policy.ArchiveAfter(&c)
 	last := s.LastActive()
 	return ret <= 0 || last.IsZero() || now.Sub(last) <= ret
 }

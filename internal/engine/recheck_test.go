@@ -79,6 +79,10 @@ func TestRecheck(t *testing.T) {
 		}), ChangeRegistered},
 		{"an orphan's notice canceled", orphan, seen(func(s *Seen) { s.Source, s.Record.ScheduledStep = orphans, "" }), ChangeNotScheduled},
 		{"a requested delete needs no notice", action(backend.StepDelete, policy.RuleRequest), seen(func(s *Seen) { s.Record.ScheduledStep = "" }), ""},
+		{"a released runtime goes", action(backend.StepDelete, policy.RuleReleased), seen(func(s *Seen) { s.Record.ScheduledStep = "" }), ""},
+		{"a released runtime registered again", action(backend.StepDelete, policy.RuleReleased), seen(func(s *Seen) {
+			s.Record.ScheduledStep, s.Record.Conversations = "", []string{"c2"}
+		}), ChangeRegistered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := recheck(tc.a, tc.s, now)

@@ -39,8 +39,13 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("recover: %w", err)
 	}
 
+	n := 0
 	for _, j := range entries {
 		k := j.Intent.Key
+		if !e.recoverable(k) {
+			continue // another replica's, or the leader's: maybe in flight
+		}
+		n++
 		if s := findRecovered(w, k); s != nil {
 			k = s.Runtime.Key // an entry from before keys carried their source names its runtime so
 		}
@@ -56,12 +61,18 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			// removal if the runtime is still there.
 			if s := findRecovered(w, k); s != nil && s.Runtime.State.Present() {
 				if d, ok := backend.As[backend.Deleter](s.Source.Backend); ok {
+					term, _ := e.termOf(s.Source)
+					cctx, end, err := callCtx(ctx, term)
+					if err != nil {
+						continue // the term ended: the next leader recovers it
+					}
 					// The step matters: a provider's archive keeps what a
 					// delete would lose.
-					err := d.Delete(ctx, *s.Runtime, backend.DeleteOptions{Step: step, Discard: func(p string) error {
+					err = d.Delete(cctx, *s.Runtime, backend.DeleteOptions{Step: step, Discard: func(p string) error {
 						_, err := e.discard(s.Runtime.Root, p)
 						return err
 					}})
+					end()
 					if err != nil {
 						out.Result, out.Reason = ledger.ResultFailed, "finishing after a restart: "+err.Error()
 						break
@@ -79,7 +90,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("recover %s: %w", k, err)
 		}
 	}
-	return len(entries), nil
+	return n, nil
 }
 
 // findRecovered finds the runtime of an unfinished journal entry. An entry

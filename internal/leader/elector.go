@@ -318,6 +318,17 @@ func (t *Term) Valid() bool {
 	return t.ctx.Err() == nil && time.Now().Before(t.until)
 }
 
+// Remaining is how long the term can still last unless renewed (zero
+// once it ended).
+func (t *Term) Remaining() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return 0
+	}
+	return max(0, time.Until(t.until))
+}
+
 // extend moves the end of a term still running to until.
 func (t *Term) extend(l Lease, until time.Time) bool {
 	t.mu.Lock()

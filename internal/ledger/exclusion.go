@@ -38,6 +38,33 @@ type Locker interface {
 	Lock(ctx context.Context, key Key, wait time.Duration) (unlock func() error, err error)
 }
 
+// ScopedReader is implemented by a store shared by a fleet: a replica's
+// pass reads the states and activity of its own sources' runtimes only,
+// not every host's (a tenth of the reading with ten hosts). The maps are
+// those of RuntimeStates and ActivityTimes, restricted to keys whose
+// Source is one of sources.
+type ScopedReader interface {
+	RuntimeStatesIn(ctx context.Context, sources []string) (map[Key]string, error)
+	ActivityTimesIn(ctx context.Context, sources []string) (map[Key]time.Time, error)
+}
+
+type lockIdleKey struct{}
+
+// WithLockIdle bounds, for the locks taken with the returned context, how
+// long a holder that stopped (SIGSTOP, a partition) keeps the lock: a
+// leader locks a remote runtime for no longer than its term can last, so
+// that its successor is not kept off that runtime for long. Stores that
+// cannot bound it ignore it.
+func WithLockIdle(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, lockIdleKey{}, d)
+}
+
+// LockIdle returns the bound WithLockIdle set on ctx, if any.
+func LockIdle(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(lockIdleKey{}).(time.Duration)
+	return d, ok
+}
+
 // Fence names a generation of a leadership lease: the token a leader's
 // writes are conditioned on (package leader hands them out).
 type Fence struct {

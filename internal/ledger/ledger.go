@@ -104,6 +104,10 @@ type RuntimeRecord struct {
 	// one holds it. With RegisteredAt it tells since when a runtime of a
 	// registered_only source has been an orphan.
 	ReleasedAt time.Time
+	// AgentServerURL is the runtime's OpenHands agent-server, as a host
+	// registered it (POST /v1/runtimes agent_server_url): its idle clock
+	// gives the runtime's last activity while it runs. Empty: none known.
+	AgentServerURL string
 }
 
 // Validate rejects a record with an invalid key or a time a store cannot
@@ -328,6 +332,49 @@ type NoticeFilter struct {
 	Limit int       // <= 0: no limit
 }
 
+// UsageSample is one managed filesystem's usage as a pass found it: the
+// series behind a usage chart and its forecast.
+type UsageSample struct {
+	// Host is the host that measured it ("" on one host): in a fleet
+	// sharing the ledger, each host samples its own filesystems.
+	Host string
+	// Path names the filesystem (the managed root it was measured at).
+	Path string
+	At   time.Time
+	// UsedBytes, AvailBytes and TotalBytes are as df shows them: used,
+	// free to unprivileged users, capacity.
+	UsedBytes, AvailBytes, TotalBytes int64
+	// ReclaimableBytes is what the pass's plan would free there, by step.
+	ReclaimableBytes map[string]int64
+}
+
+// Validate rejects a sample without a path or time, or with negative sizes.
+func (u UsageSample) Validate() error {
+	switch {
+	case u.Path == "":
+		return errors.New("usage sample: empty path")
+	case u.At.IsZero():
+		return fmt.Errorf("usage sample of %s: zero time", u.Path)
+	case u.UsedBytes < 0 || u.AvailBytes < 0 || u.TotalBytes < 0:
+		return fmt.Errorf("usage sample of %s: negative size", u.Path)
+	}
+	for step, n := range u.ReclaimableBytes {
+		if step == "" || n < 0 {
+			return fmt.Errorf("usage sample of %s: reclaimable %q %d", u.Path, step, n)
+		}
+	}
+	return checkTime("usage sample time", u.At)
+}
+
+// UsageFilter selects usage samples, oldest first.
+type UsageFilter struct {
+	Host    string    // only this host's ("" matches only samples of no host); ignored with AnyHost
+	AnyHost bool      // every host's
+	Path    string    // "": every filesystem
+	Since   time.Time // only samples at or after Since
+	Limit   int       // <= 0: no limit (the newest Limit when set)
+}
+
 // Intent is journaled before an action starts (DESIGN §4).
 type Intent struct {
 	PlanID string // empty for actions outside a plan (delete on request, recovery)
@@ -461,6 +508,16 @@ type Store interface {
 	RecordNotice(ctx context.Context, n Notice) (int64, error)
 	// ListNotices returns notices matching f, oldest first.
 	ListNotices(ctx context.Context, f NoticeFilter) ([]Notice, error)
+
+	// RecordUsage records a pass's usage samples in one transaction. A
+	// sample of the same host, path and time again replaces the first.
+	RecordUsage(ctx context.Context, samples []UsageSample) error
+	// ListUsage returns the samples matching f, oldest first (with a
+	// Limit, the newest Limit of them, still oldest first).
+	ListUsage(ctx context.Context, f UsageFilter) ([]UsageSample, error)
+	// PruneUsage deletes samples taken before before, and returns how
+	// many.
+	PruneUsage(ctx context.Context, before time.Time) (int, error)
 
 	// AppendIntent journals that an action is about to start and returns
 	// the entry's ID. Each call is a new entry.

@@ -267,6 +267,12 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 	t := Want(Input{Now: now, Settings: src.Settings, Runtime: rt, Activity: f.activity[k],
 		ProtectedUntil: f.until[k], Pinned: f.pinned[k], Provider: cur})
 	row.target, row.Policy, row.Touch, row.Notes = t, t.Lifecycle, t.Touch, append(row.Notes, t.Notes...)
+	reportOnly := "report only: the provider does not let reclaimer change it"
+	if ex, ok := backend.As[backend.NativeExplainer](src.Backend); ok {
+		why := ex.NativeExplanation()
+		row.Notes = append(row.Notes, why)
+		reportOnly = "report only: " + why
+	}
 	row.Policy.DeadlineStep = cur.DeadlineStep
 	set := cur
 	set.Can = nil
@@ -283,7 +289,7 @@ func one(ctx context.Context, src *engine.Source, nl backend.NativeLifecycle, rt
 		switch {
 		case s.Drift == "":
 		case !slices.Contains(cur.Can, name):
-			s.Action = "report only: the provider does not let reclaimer change it"
+			s.Action = reportOnly
 		case name == backend.TimerDeadline && cur.DeadlineStep == backend.StepDelete && t.Lifecycle.Deadline.Before(cur.Deadline):
 			s.Action = "report only: the provider deletes at this timer; reclaimer only ever extends it"
 		default:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,9 +12,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/remote"
 )
 
 // Event kinds.
@@ -42,17 +47,28 @@ type Event struct {
 
 // Hook is one webhook.
 type Hook struct {
+	// URL receives the POSTs. It holds no user or password (the
+	// configuration refuses them): a receiver wanting a credential gets
+	// Header instead.
 	URL    string
 	Events []string // empty: every kind
+	// Secret signs each delivery (SignatureHeader).
 	Secret string
+	// Header, when set, is sent with the value HeaderValue on every POST
+	// (e.g. "Authorization": "Bearer ..."), read from a file.
+	Header, HeaderValue string
 }
 
 // Delivery is the outcome of one event to one hook.
 type Delivery struct {
-	Event    Event
+	Event Event
+	// ID is the delivery id (DeliveryHeader), the same on every retry.
+	ID string
+	// URL is the hook's URL as it may be shown: its query redacted
+	// (Redact).
 	URL      string
 	Attempts int
-	Err      error // nil: delivered
+	Err      error // nil: delivered; its text quotes no credential
 }
 
 // Options tune a Notifier.
@@ -68,17 +84,84 @@ type Options struct {
 	Queue int
 	// Record is called once per event and hook with the outcome.
 	Record func(Delivery)
+	// Client is the transport; whatever is given, redirects are refused
+	// (rule "no redirect carries a credential").
 	Client *http.Client
+	// Now is the clock of the timestamps; default time.Now.
+	Now func() time.Time
 }
 
-// SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body.
-const SignatureHeader = "X-Reclaimer-Signature"
+// The headers of a delivery. Rule "a signature covers when and which
+// delivery, not only what": the signature is the hex HMAC-SHA256, under
+// the hook's secret, of
+//
+//	<timestamp> "." <delivery id> "." <body>
+//
+// where timestamp is X-Reclaimer-Timestamp (Unix seconds of this attempt)
+// and delivery id is X-Reclaimer-Delivery (random, the same on every retry
+// of one event to one hook). A receiver recomputes it (Verify), rejects a
+// timestamp further than its tolerance (5 minutes, say) from its clock, and
+// remembers the delivery ids it accepted for as long: a replayed request
+// is then either too old or a delivery already seen, and a retry of one it
+// already processed is recognised by its id (idempotent).
+const (
+	SignatureHeader = "X-Reclaimer-Signature"
+	TimestampHeader = "X-Reclaimer-Timestamp"
+	DeliveryHeader  = "X-Reclaimer-Delivery"
+	EventHeader     = "X-Reclaimer-Event"
+)
 
-// Sign returns the signature header value of body under secret.
-func Sign(secret string, body []byte) string {
+// Sign returns the signature header value ("sha256=<hex>") of one
+// delivery under secret.
+func Sign(secret, timestamp, delivery string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(timestamp))
+	m.Write([]byte("."))
+	m.Write([]byte(delivery))
+	m.Write([]byte("."))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Errors of Verify.
+var (
+	ErrBadSignature = errors.New("webhook signature does not match")
+	ErrStale        = errors.New("webhook timestamp outside the tolerance")
+)
+
+// Verify is what a receiver does with a delivery: the signature must
+// match, and the timestamp lie within tolerance of now. It returns the
+// delivery id, which the receiver remembers for at least tolerance and
+// refuses when seen again (a replay, or a retry it already processed).
+func Verify(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) (string, error) {
+	ts, id := h.Get(TimestampHeader), h.Get(DeliveryHeader)
+	want := Sign(secret, ts, id, body)
+	if id == "" || !hmac.Equal([]byte(h.Get(SignatureHeader)), []byte(want)) {
+		return "", ErrBadSignature
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", ErrBadSignature
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return "", fmt.Errorf("%w: %s", ErrStale, d.Round(time.Second))
+	}
+	return id, nil
+}
+
+// Redact is a hook URL as it may be shown (journal, logs, errors): no
+// user or password, the query (which may hold a token) redacted.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "[redacted]"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
 }
 
 // Notifier sends events to hooks.
@@ -110,8 +193,9 @@ func New(hooks []Hook, opts Options) *Notifier {
 	if opts.Record == nil {
 		opts.Record = func(Delivery) {}
 	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
+	opts.Client = remote.RefuseRedirects(opts.Client)
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	n := &Notifier{opts: opts, hooks: hooks, stop: make(chan struct{})}
 	for _, h := range hooks {
@@ -137,7 +221,7 @@ func (n *Notifier) Send(ev Event) {
 		select {
 		case n.queues[i] <- ev:
 		default:
-			n.opts.Record(Delivery{Event: ev, URL: h.URL, Err: errors.New("queue full: notice dropped")})
+			n.opts.Record(Delivery{Event: ev, URL: Redact(h.URL), Err: errors.New("queue full: notice dropped")})
 		}
 	}
 }
@@ -168,19 +252,23 @@ func (n *Notifier) Close(ctx context.Context) {
 func (n *Notifier) run(h Hook, q <-chan Event) {
 	defer n.wg.Done()
 	for ev := range q {
-		attempts, err := n.deliver(h, ev)
-		n.opts.Record(Delivery{Event: ev, URL: h.URL, Attempts: attempts, Err: err})
+		id := rand.Text()
+		attempts, err := n.deliver(h, ev, id)
+		n.opts.Record(Delivery{Event: ev, ID: id, URL: Redact(h.URL), Attempts: attempts, Err: err})
 	}
 }
 
-func (n *Notifier) deliver(h Hook, ev Event) (int, error) {
+// deliver sends one event to one hook, retrying: every attempt carries the
+// same body and delivery id (a receiver dedupes on it) and a fresh
+// timestamp.
+func (n *Notifier) deliver(h Hook, ev Event, id string) (int, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return 0, err
 	}
 	wait := n.opts.Backoff
 	for attempt := 1; ; attempt++ {
-		err = n.post(h, ev.Event, body)
+		err = n.post(h, ev.Event, id, body)
 		if err == nil || attempt >= n.opts.Attempts {
 			return attempt, err
 		}
@@ -195,26 +283,49 @@ func (n *Notifier) deliver(h Hook, ev Event) (int, error) {
 	}
 }
 
-func (n *Notifier) post(h Hook, kind string, body []byte) error {
+func (n *Notifier) post(h Hook, kind, id string, body []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.opts.Timeout)
 	defer cancel()
+	where := Redact(h.URL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return fmt.Errorf("POST %s: %w", where, errors.New("bad request"))
 	}
+	ts := strconv.FormatInt(n.opts.Now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Reclaimer-Event", kind)
+	req.Header.Set("User-Agent", "reclaimer")
+	req.Header.Set(EventHeader, kind)
+	req.Header.Set(TimestampHeader, ts)
+	req.Header.Set(DeliveryHeader, id)
 	if h.Secret != "" {
-		req.Header.Set(SignatureHeader, Sign(h.Secret, body))
+		req.Header.Set(SignatureHeader, Sign(h.Secret, ts, id, body))
+	}
+	if h.Header != "" {
+		req.Header.Set(h.Header, h.HeaderValue)
 	}
 	resp, err := n.opts.Client.Do(req)
 	if err != nil {
-		return err
+		// The transport's message quotes the URL: shown redacted.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		msg := err.Error()
+		if h.HeaderValue != "" {
+			msg = remote.NewSecret(h.HeaderValue).Scrub(msg)
+		}
+		return fmt.Errorf("POST %s: %s", where, msg)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Rule "no redirect carries a credential": a receiver's redirect
+		// is not followed (it would turn the POST into a GET to wherever
+		// it names, an internal address included).
+		return fmt.Errorf("POST %s: %d: %w", where, resp.StatusCode, remote.ErrRedirect)
+	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %s", h.URL, resp.Status)
+		return fmt.Errorf("POST %s: %s", where, resp.Status)
 	}
 	return nil
 }

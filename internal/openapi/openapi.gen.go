@@ -31,6 +31,7 @@ const (
 	Conflict     ErrorErrorCode = "conflict"
 	Internal     ErrorErrorCode = "internal"
 	NotFound     ErrorErrorCode = "not_found"
+	NotLeader    ErrorErrorCode = "not_leader"
 	Protected    ErrorErrorCode = "protected"
 	ShuttingDown ErrorErrorCode = "shutting_down"
 	TooLarge     ErrorErrorCode = "too_large"
@@ -57,6 +58,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case Internal:
 		return true
 	case NotFound:
+		return true
+	case NotLeader:
 		return true
 	case Protected:
 		return true
@@ -140,6 +143,9 @@ type ActivityBatch struct {
 	Reports []ActivityReport `json:"reports"`
 }
 
+// ActivityRef defines model for ActivityRef.
+type ActivityRef = views.ActivityRef
+
 // ActivityReport defines model for ActivityReport.
 type ActivityReport struct {
 	At      time.Time `json:"at,omitempty,omitzero"`
@@ -188,8 +194,17 @@ type Error struct {
 // ErrorErrorCode defines model for Error.Error.Code.
 type ErrorErrorCode string
 
+// Explain defines model for Explain.
+type Explain = views.Explain
+
 // Filesystem defines model for Filesystem.
 type Filesystem = views.Filesystem
+
+// Fleet set when the ledger is PostgreSQL, shared by the replicas of a fleet (docs/fleet.md)
+type Fleet = views.Fleet
+
+// Forecast defines model for Forecast.
+type Forecast = views.Forecast
 
 // Health defines model for Health.
 type Health = views.Health
@@ -291,8 +306,17 @@ type NativeSetting struct {
 	Provider string `json:"provider"`
 }
 
+// NextPass defines model for NextPass.
+type NextPass = views.NextPass
+
+// NextStep defines model for NextStep.
+type NextStep = views.NextStep
+
 // Notice defines model for Notice.
 type Notice = views.Notice
+
+// Observation defines model for Observation.
+type Observation = views.Observation
 
 // Observed defines model for Observed.
 type Observed struct {
@@ -389,11 +413,13 @@ type Reason = views.Reason
 
 // Registration defines model for Registration.
 type Registration struct {
-	Backend       string            `json:"backend"`
-	Conversations []string          `json:"conversations,omitempty,omitzero"`
-	Home          string            `json:"home,omitempty,omitzero"`
-	Id            string            `json:"id"`
-	Labels        map[string]string `json:"labels,omitempty,omitzero"`
+	// AgentServerUrl the runtime's OpenHands agent-server (http or https, no credentials): while the runtime runs, each pass reads its idle clock (GET /server_info idle_time) as the runtime's last activity. Reading it is not activity and never wakes anything; a runtime that is not running is not contacted.
+	AgentServerUrl string            `json:"agent_server_url,omitempty,omitzero"`
+	Backend        string            `json:"backend"`
+	Conversations  []string          `json:"conversations,omitempty,omitzero"`
+	Home           string            `json:"home,omitempty,omitzero"`
+	Id             string            `json:"id"`
+	Labels         map[string]string `json:"labels,omitempty,omitzero"`
 
 	// Source the source's name
 	Source     string   `json:"source,omitempty,omitzero"`
@@ -402,6 +428,9 @@ type Registration struct {
 
 // Release defines model for Release.
 type Release = views.Release
+
+// Replica defines model for Replica.
+type Replica = views.Replica
 
 // RestoreRequest defines model for RestoreRequest.
 type RestoreRequest struct {
@@ -444,6 +473,18 @@ type Step string
 
 // Usage defines model for Usage.
 type Usage = views.Usage
+
+// UsageHistory defines model for UsageHistory.
+type UsageHistory = views.UsageHistory
+
+// UsagePoint defines model for UsagePoint.
+type UsagePoint = views.UsagePoint
+
+// UsageSeries defines model for UsageSeries.
+type UsageSeries = views.UsageSeries
+
+// Verdict defines model for Verdict.
+type Verdict = views.Verdict
 
 // Backend defines model for Backend.
 type Backend = string
@@ -542,6 +583,15 @@ type ReportActivityParams struct {
 	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
 }
 
+// ExplainRuntimeParams defines parameters for ExplainRuntime.
+type ExplainRuntimeParams struct {
+	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
+	Backend Backend `form:"backend,omitempty" json:"backend,omitempty,omitzero"`
+
+	// Source The runtime's source (its name), when its backend has several.
+	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
+}
+
 // TakeHoldParams defines parameters for TakeHold.
 type TakeHoldParams struct {
 	// Backend The runtime's backend, when its ID alone is ambiguous or not yet known.
@@ -612,6 +662,18 @@ type SetRetentionParams struct {
 
 	// Source The runtime's source (its name), when its backend has several.
 	Source Source `form:"source,omitempty" json:"source,omitempty,omitzero"`
+}
+
+// GetUsageParams defines parameters for GetUsage.
+type GetUsageParams struct {
+	// Since samples at or after it; default 7 days ago
+	Since time.Time `form:"since,omitempty" json:"since,omitempty,omitzero"`
+
+	// Path one filesystem
+	Path string `form:"path,omitempty" json:"path,omitempty,omitzero"`
+
+	// Points at most this many samples per filesystem (default 500; -1 every one)
+	Points int `form:"points,omitempty" json:"points,omitempty,omitzero"`
 }
 
 // ReportActivityBatchJSONRequestBody defines body for ReportActivityBatch for application/json ContentType.
@@ -858,6 +920,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runtimes/{id}/activity (the `ReportActivity` operationId).
 	ReportActivity(ctx context.Context, id ID, params *ReportActivityParams, body ReportActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExplainRuntime Why a runtime is where it is, from a dry run now.
+	//
+	// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+	//
+	// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+	ExplainRuntime(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// TakeHoldWithBody Keep the runtime still; waits (bounded) while a pass acts on it.
 	//
 	// Takes any type of body and a specified content type.
@@ -956,6 +1025,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage The usage of this host's managed filesystems over time, and each one's forecast.
+	//
+	// The samples the daemon records at each pass (used, free, capacity, reclaimable by step), oldest first, thinned evenly to at most `points` per filesystem, and the forecast at the rate of the last 6 hours' samples.
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealthz Liveness; needs no token.
@@ -1312,6 +1388,23 @@ func (c *Client) ReportActivity(ctx context.Context, id ID, params *ReportActivi
 	return c.Client.Do(req)
 }
 
+// ExplainRuntime Why a runtime is where it is, from a dry run now.
+//
+// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+//
+// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+func (c *Client) ExplainRuntime(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExplainRuntimeRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // TakeHoldWithBody Keep the runtime still; waits (bounded) while a pass acts on it.
 //
 // Takes any type of body and a specified content type.
@@ -1551,6 +1644,23 @@ func (c *Client) SetRetention(ctx context.Context, id ID, params *SetRetentionPa
 // Corresponds with GET /v1/status (the `GetStatus` operationId).
 func (c *Client) GetStatus(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetStatusRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsage The usage of this host's managed filesystems over time, and each one's forecast.
+//
+// The samples the daemon records at each pass (used, free, capacity, reclaimable by step), oldest first, thinned evenly to at most `points` per filesystem, and the forecast at the rate of the last 6 hours' samples.
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2429,6 +2539,71 @@ func NewReportActivityRequestWithBody(server string, id ID, params *ReportActivi
 	return req, nil
 }
 
+// NewExplainRuntimeRequest constructs an http.Request for the ExplainRuntime method
+func NewExplainRuntimeRequest(server string, id ID, params *ExplainRuntimeParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runtimes/%s/explain", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "backend", params.Backend, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source", params.Source, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewTakeHoldRequest calls the generic TakeHold builder with application/json body
 func NewTakeHoldRequest(server string, id ID, params *TakeHoldParams, body TakeHoldJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3068,6 +3243,72 @@ func NewGetStatusRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string, params *GetUsageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "points", params.Points, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -3266,6 +3507,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runtimes/{id}/activity (the `ReportActivity` operationId).
 	ReportActivityWithResponse(ctx context.Context, id ID, params *ReportActivityParams, body ReportActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportActivityResponse, error)
 
+	// ExplainRuntimeWithResponse Why a runtime is where it is, from a dry run now.
+	//
+	// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+	ExplainRuntimeWithResponse(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*ExplainRuntimeResponse, error)
+
 	// TakeHoldWithBodyWithResponse Keep the runtime still; waits (bounded) while a pass acts on it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3370,6 +3620,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/status (the `GetStatus` operationId).
 	GetStatusWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStatusResponse, error)
+
+	// GetUsageWithResponse The usage of this host's managed filesystems over time, and each one's forecast.
+	//
+	// The samples the daemon records at each pass (used, free, capacity, reclaimable by step), oldest first, thinned evenly to at most `points` per filesystem, and the forecast at the rate of the last 6 hours' samples.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 }
 
 type GetHealthzResponse struct {
@@ -3896,6 +4155,8 @@ type RunPassResponse struct {
 	JSON410 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error
+	// JSON421 the response for an HTTP 421 `application/json` response
+	JSON421 *Error
 	// JSON423 the response for an HTTP 423 `application/json` response
 	JSON423 *Error
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -3930,6 +4191,11 @@ func (r RunPassResponse) GetJSON410() *Error {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RunPassResponse) GetJSON413() *Error {
 	return r.JSON413
+}
+
+// GetJSON421 returns the response for an HTTP 421 `application/json` response
+func (r RunPassResponse) GetJSON421() *Error {
+	return r.JSON421
 }
 
 // GetJSON423 returns the response for an HTTP 423 `application/json` response
@@ -4379,6 +4645,82 @@ func (r ReportActivityResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReportActivityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ExplainRuntimeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Explain
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON200() *Explain {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON423() *Error {
+	return r.JSON423
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExplainRuntimeResponse) GetJSON503() *Error {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExplainRuntimeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExplainRuntimeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExplainRuntimeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExplainRuntimeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5006,6 +5348,61 @@ func (r GetStatusResponse) ContentType() string {
 	return ""
 }
 
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UsageHistory
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *UsageHistory {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetUsageResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetUsageResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthzWithResponse Liveness; needs no token.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5292,6 +5689,21 @@ func (c *ClientWithResponses) ReportActivityWithResponse(ctx context.Context, id
 	return ParseReportActivityResponse(rsp)
 }
 
+// ExplainRuntimeWithResponse Why a runtime is where it is, from a dry run now.
+//
+// Every policy in force for the runtime and what it concluded, in the order the policies run (the same code a pass runs), with the observation they used, what the next pass would do with it and when its next step would be due if nothing changed. Makes a dry run (it waits for a pass running, at most hold_wait).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runtimes/{id}/explain (the `ExplainRuntime` operationId).
+func (c *ClientWithResponses) ExplainRuntimeWithResponse(ctx context.Context, id ID, params *ExplainRuntimeParams, reqEditors ...RequestEditorFn) (*ExplainRuntimeResponse, error) {
+	rsp, err := c.ExplainRuntime(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExplainRuntimeResponse(rsp)
+}
+
 // TakeHoldWithBodyWithResponse Keep the runtime still; waits (bounded) while a pass acts on it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5485,6 +5897,21 @@ func (c *ClientWithResponses) GetStatusWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetStatusResponse(rsp)
+}
+
+// GetUsageWithResponse The usage of this host's managed filesystems over time, and each one's forecast.
+//
+// The samples the daemon records at each pass (used, free, capacity, reclaimable by step), oldest first, thinned evenly to at most `points` per filesystem, and the forecast at the rate of the last 6 hours' samples.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, params *GetUsageParams, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // ParseGetHealthzResponse parses an HTTP response from a GetHealthzWithResponse call
@@ -5917,6 +6344,13 @@ func ParseRunPassResponse(rsp *http.Response) (*RunPassResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 421:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON421 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6250,6 +6684,67 @@ func ParseReportActivityResponse(rsp *http.Response) (*ReportActivityResponse, e
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseExplainRuntimeResponse parses an HTTP response from a ExplainRuntimeWithResponse call
+func ParseExplainRuntimeResponse(rsp *http.Response) (*ExplainRuntimeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExplainRuntimeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Explain
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Error
@@ -6752,6 +7247,46 @@ func ParseGetStatusResponse(rsp *http.Response) (*GetStatusResponse, error) {
 	return response, nil
 }
 
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UsageHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealthz Liveness; needs no token.
@@ -6802,6 +7337,9 @@ type ServerInterface interface {
 	// ReportActivity The runtime was in use (at "at", default now).
 	// (POST /v1/runtimes/{id}/activity)
 	ReportActivity(w http.ResponseWriter, r *http.Request, id ID, params ReportActivityParams)
+	// ExplainRuntime Why a runtime is where it is, from a dry run now.
+	// (GET /v1/runtimes/{id}/explain)
+	ExplainRuntime(w http.ResponseWriter, r *http.Request, id ID, params ExplainRuntimeParams)
 	// TakeHold Keep the runtime still; waits (bounded) while a pass acts on it.
 	// (POST /v1/runtimes/{id}/holds)
 	TakeHold(w http.ResponseWriter, r *http.Request, id ID, params TakeHoldParams)
@@ -6829,6 +7367,9 @@ type ServerInterface interface {
 	// GetStatus Filesystems, sources, runtimes by state and backend, what is reclaimable, the last and next pass, problems.
 	// (GET /v1/status)
 	GetStatus(w http.ResponseWriter, r *http.Request)
+	// GetUsage The usage of this host's managed filesystems over time, and each one's forecast.
+	// (GET /v1/usage)
+	GetUsage(w http.ResponseWriter, r *http.Request, params GetUsageParams)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -7497,6 +8038,61 @@ func (siw *ServerInterfaceWrapper) ReportActivity(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// ExplainRuntime operation middleware
+func (siw *ServerInterfaceWrapper) ExplainRuntime(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExplainRuntimeParams
+
+	// ------------- Optional query parameter "backend" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "backend", r.URL.Query(), &params.Backend, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "backend"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "backend", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "source" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source", r.URL.Query(), &params.Source, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "source"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "source", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExplainRuntime(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // TakeHold operation middleware
 func (siw *ServerInterfaceWrapper) TakeHold(w http.ResponseWriter, r *http.Request) {
 
@@ -7969,6 +8565,65 @@ func (siw *ServerInterfaceWrapper) GetStatus(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// GetUsage operation middleware
+func (siw *ServerInterfaceWrapper) GetUsage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetUsageParams
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", r.URL.Query(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "since"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "since", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "path", r.URL.Query(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "path"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "path", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "points" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "points", r.URL.Query(), &params.Points, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "points"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "points", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetUsage(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -8092,10 +8747,12 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.GetHealthz)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/openapi.json", wrapper.GetOpenAPI)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/status", wrapper.GetStatus)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/usage", wrapper.GetUsage)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/runtimes", wrapper.ListRuntimes)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes", wrapper.RegisterRuntime)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/v1/runtimes/{id}", wrapper.ReleaseRuntime)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/runtimes/{id}", wrapper.GetRuntime)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/v1/runtimes/{id}/explain", wrapper.ExplainRuntime)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/activity", wrapper.ReportActivity)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/activity", wrapper.ReportActivityBatch)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/runtimes/{id}/holds", wrapper.TakeHold)

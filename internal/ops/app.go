@@ -3,8 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,8 +15,9 @@ import (
 	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/engine"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
-	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
+	"github.com/reclaimer/reclaimer/internal/ledger/postgres"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/sources"
 	"github.com/reclaimer/reclaimer/internal/views"
@@ -50,6 +51,22 @@ type Options struct {
 	// Stop, when closed, ends applies between two actions (a graceful
 	// stop) and makes every new pass fail with ErrShuttingDown.
 	Stop <-chan struct{}
+	// Lead, in a fleet ([ledger] url), returns this replica's term while
+	// it leads (the daemon's elector); nil there means never: the remote
+	// sources are the leader's, and a CLI on a fleet's host leaves them
+	// alone. Ignored outside a fleet.
+	Lead func() (*leader.Term, bool)
+	// Locker and Fencer default to the store's own when it has them
+	// (PostgreSQL's); the daemon, which wraps its store, passes them.
+	Locker ledger.Locker
+	Fencer ledger.Fencer
+	// Postgres is the fleet's store under Store when Store wraps it.
+	Postgres *postgres.Store
+	// SampleUsage records, after every full pass that applies, a usage
+	// sample of each managed filesystem in the ledger (the daemon).
+	SampleUsage bool
+	// Host names this host's usage samples; default its hostname.
+	Host string
 }
 
 // App is the application layer over one configuration: every operation,
@@ -60,6 +77,7 @@ type Options struct {
 type App struct {
 	opts     Options
 	store    ledger.Store
+	pg       *postgres.Store // a fleet's store, unwrapped (Options.Postgres)
 	ownStore bool
 	log      *slog.Logger
 	clock    clock.Clock
@@ -82,6 +100,8 @@ type App struct {
 	// cleanup removes what the App made for itself (a discovery's
 	// temporary state folder) when it closes.
 	cleanup func() error
+	// usagePruned is when old usage samples were last pruned.
+	usagePruned time.Time
 }
 
 // setup is what a configuration makes; Reload replaces it whole.
@@ -111,14 +131,23 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 	if opts.Busy == nil {
 		opts.Busy = busy.Options{}.Reasons
 	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
 	a := &App{opts: opts, log: opts.Logger, clock: opts.Clock, passSem: make(chan struct{}, 1),
-		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store}
+		keys: newKeyCache(), plans: map[string]cachedPlan{}, store: opts.Store, pg: opts.Postgres}
 	if a.store == nil {
-		st, err := sqlite.Open(ctx, opts.Config.Ledger.Path)
+		st, err := OpenLedger(ctx, opts.Config)
 		if err != nil {
-			return nil, fmt.Errorf("open ledger: %w", err)
+			return nil, err
 		}
 		a.store, a.ownStore = st, true
+	}
+	if l, ok := a.store.(ledger.Locker); ok && a.opts.Locker == nil {
+		a.opts.Locker = l
+	}
+	if f, ok := a.store.(ledger.Fencer); ok && a.opts.Fencer == nil {
+		a.opts.Fencer = f
 	}
 	s, err := a.build(opts.Config)
 	if err != nil {
@@ -141,17 +170,28 @@ func Open(ctx context.Context, opts Options) (*App, error) {
 
 // build makes the sources and engine of cfg.
 func (a *App) build(cfg *config.Config) (*setup, error) {
-	srcs, err := sources.Build(cfg)
+	srcs, err := sources.BuildWith(cfg, sources.Options{Registered: a.registered})
 	if err != nil {
 		return nil, &InputError{Msg: err.Error()}
 	}
 	if a.opts.WrapSources != nil {
 		srcs = a.opts.WrapSources(srcs)
 	}
+	var lead func() (*leader.Term, bool)
+	if cfg.Fleet() {
+		if lead = a.opts.Lead; lead == nil {
+			lead = neverLeads
+		}
+		if a.opts.Fencer == nil {
+			return nil, errors.New("open: a fleet's ledger that cannot fence writes")
+		}
+	}
 	eng, err := engine.New(engine.Options{Ledger: a.store, Sources: srcs, StateDir: filepath.Dir(cfg.Ledger.Path),
+		Locker: a.opts.Locker, Lead: lead, Fencer: a.opts.Fencer,
 		ArchiveDir: cfg.Archive.Dir, Sink: catalog.NewSink(cfg), IncludeDependencies: cfg.Archive.IncludeDependencies,
-		Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
+		ExcludeHome: !cfg.Archive.HomeIncluded(), Busy: a.opts.Busy, Logger: a.log, Now: a.clock.Now})
 	if err != nil {
+		sources.Close(srcs)
 		return nil, err
 	}
 	return &setup{cfg: cfg, sources: eng.Sources(), engine: eng}, nil
@@ -178,10 +218,34 @@ func (a *App) Reload(ctx context.Context, cfg *config.Config) error {
 	a.stateMu.Lock()
 	a.world, a.lastDry = nil, nil // what they showed is of the old sources
 	a.stateMu.Unlock()
-	if err := old.engine.Close(); err != nil {
-		a.log.Warn("close the old engine", "err", err)
+	if err := old.close(); err != nil {
+		a.log.Warn("close the old engine and sources", "err", err)
 	}
 	return nil
+}
+
+// close ends a setup: the engine's trash purgers, and what the sources'
+// backends hold (watch caches, connections).
+func (s *setup) close() error {
+	return errors.Join(s.engine.Close(), sources.Close(s.sources))
+}
+
+// registered lists the runtimes hosts registered for a source and that
+// are still there (not archived or deleted): the runtimes of a backend
+// that has no listing of its own (cloudflare).
+func (a *App) registered(ctx context.Context, source, backendName string) ([]string, error) {
+	recs, err := a.store.ListRuntimes(ctx, ledger.RuntimeFilter{Source: source, Backend: backendName})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range recs {
+		if r.RegisteredAt.IsZero() || r.State == string(backend.StateArchived) || r.State == string(backend.StateDeleted) {
+			continue
+		}
+		out = append(out, r.Key.ID)
+	}
+	return out, nil
 }
 
 // now is the App's clock, in UTC.
@@ -208,7 +272,7 @@ func (a *App) Store() ledger.Store { return a.store }
 // Close closes the engine (the trash purgers stop; what is left is purged
 // at the next start) and the ledger the App opened.
 func (a *App) Close() error {
-	err := errors.Join(a.setupNow().engine.Close(), a.closeStore())
+	err := errors.Join(a.setupNow().close(), a.closeStore())
 	if a.cleanup != nil {
 		err = errors.Join(err, a.cleanup())
 	}

@@ -104,8 +104,9 @@ type RestoreRequest struct {
 // Restore brings an archived runtime back from its archive, read from the
 // sink it was written to and verified first. Restored where it was, the
 // runtime is stopped again and its retention clock starts again; restored
-// elsewhere, it is a new runtime as far as its source can tell, and the
-// archived record stays.
+// elsewhere (--to DIR: backend.RestoreTarget), it is a copy for the user:
+// the archived record stays, and no source manages it (a worktree there
+// is locked). Either way the restore is journaled.
 func (a *App) Restore(ctx context.Context, req RestoreRequest) (*views.Restored, error) {
 	if req.To != "" && !filepath.IsAbs(req.To) {
 		return nil, Input("to", "%q: give an absolute path", req.To)
@@ -150,8 +151,35 @@ func (a *App) Restore(ctx context.Context, req RestoreRequest) (*views.Restored,
 		return nil, err
 	}
 	defer os.RemoveAll(staging)
+	// Journaled like every action: the intent first, then how it ended.
+	why := "restore from archive " + ar.ID
+	var paths []string
+	if req.To != "" {
+		why += " into " + req.To + " (a copy: the runtime stays archived)"
+		paths = []string{req.To}
+	}
+	entry, jerr := a.store.AppendIntent(ctx, ledger.Intent{Key: k, Step: "restore", Paths: paths, Reason: why, At: a.now()})
+	if jerr != nil {
+		return nil, fmt.Errorf("restore %s: journal: %w", k, jerr)
+	}
 	path, err := r.Restore(ctx, k, backend.RestoreOptions{Location: ar.Location, Formats: ar.Formats, Manifest: ar.Manifest,
 		To: req.To, Sink: store, Staging: staging})
+	var manual backend.ManualRestore
+	if errors.As(err, &manual) && manual.RestoreCommand() != "" {
+		// Nothing was restored: the answer is how to do it.
+		if jerr := a.store.RecordOutcome(context.WithoutCancel(ctx), entry, ledger.Outcome{Result: ledger.ResultSkipped,
+			Reason: "not restored here: its backend does not bring it back; start it with: " + manual.RestoreCommand(), At: a.now()}); jerr != nil {
+			return nil, fmt.Errorf("restore %s: journal: %w", k, jerr)
+		}
+		return &views.Restored{ID: k.ID, Backend: k.Backend, Source: k.Source, ArchiveID: ar.ID, Command: manual.RestoreCommand()}, nil
+	}
+	ended := ledger.Outcome{Result: ledger.ResultDone, Reason: "restored into " + path, At: a.now()}
+	if err != nil {
+		ended.Result, ended.Reason = ledger.ResultFailed, err.Error()
+	}
+	if jerr := a.store.RecordOutcome(context.WithoutCancel(ctx), entry, ended); jerr != nil && err == nil {
+		err = fmt.Errorf("restore %s: restored into %s, but the journal: %w", k, path, jerr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +228,18 @@ func (a *App) restorerOf(k backend.Key) (backend.Restorer, error) {
 // timers of remote sources.
 func (a *App) Native(ctx context.Context, sync bool, only []backend.Key) (*views.NativeReport, error) {
 	s := a.setupNow()
-	opts := native.Options{Sources: s.sources, Ledger: a.store, Now: a.clock.Now, Only: only}
+	// The remote sources' timers are the leader's to keep: a follower
+	// shows and writes only its own sources', and the leader's writes
+	// stop with its term.
+	opts := native.Options{Sources: s.engine.ActingSources(), Ledger: a.store, Now: a.clock.Now, Only: only}
+	if s.cfg.Fleet() && sync && a.opts.Lead != nil {
+		if t, ok := a.opts.Lead(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(t.Context(), cancel)()
+		}
+	}
 	if sync {
 		return native.Sync(ctx, opts)
 	}

@@ -72,7 +72,7 @@ var (
 // Categories lists every category, for the API document's enum (a test
 // holds them to each other).
 var Categories = []Category{CatBadRequest, CatUnauthorized, CatNotFound, CatAmbiguous, CatConflict, CatArchived,
-	CatTooLarge, CatBusy, CatProtected, CatUnsupported, CatUnavailable, CatShuttingDown, CatCanceled, CatInternal}
+	CatTooLarge, CatBusy, CatProtected, CatUnsupported, CatUnavailable, CatShuttingDown, CatCanceled, CatInternal, CatNotLeader}
 
 // Classify maps err to its category.
 func Classify(err error) Category {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -23,6 +25,11 @@ type Registration struct {
 	Workspaces          []string
 	Labels              map[string]string
 	Conversations       []string
+	// AgentServerURL is the runtime's OpenHands agent-server (http or
+	// https, no credentials): its idle clock gives the runtime's last
+	// activity while it runs. Empty keeps what an earlier registration
+	// said.
+	AgentServerURL string
 }
 
 // Register records a runtime a host created, with its owning
@@ -35,6 +42,11 @@ func (a *App) Register(ctx context.Context, reg Registration) (*views.Runtime, e
 	}
 	for i, c := range reg.Conversations {
 		if err := checkName(fmt.Sprintf("conversations[%d]", i), c); err != nil {
+			return nil, err
+		}
+	}
+	if reg.AgentServerURL != "" {
+		if err := checkAgentServerURL(reg.AgentServerURL); err != nil {
 			return nil, err
 		}
 	}
@@ -76,6 +88,9 @@ func (a *App) Register(ctx context.Context, reg Registration) (*views.Runtime, e
 		}
 		if r.RegisteredAt.IsZero() {
 			r.RegisteredAt = now
+		}
+		if reg.AgentServerURL != "" {
+			r.AgentServerURL = reg.AgentServerURL
 		}
 		// A host registering it takes it back, owners or not: released
 		// only by a release.
@@ -158,7 +173,12 @@ func (a *App) Release(ctx context.Context, ref Ref, conversation string, force b
 	if len(owners) > 0 {
 		return out, nil
 	}
-	pass, err := a.Apply(ctx, ApplyRequest{Runtimes: []Ref{{Name: k.ID, Backend: k.Backend, Source: k.Source}}, Delete: true, Trigger: "api"})
+	why := fmt.Sprintf("released: conversation %s, the last that owned it, let go", conversation)
+	if force {
+		why = "released with force: every conversation let go"
+	}
+	pass, err := a.Apply(ctx, ApplyRequest{Runtimes: []Ref{{Name: k.ID, Backend: k.Backend, Source: k.Source}}, Delete: true,
+		Rule: policy.RuleReleased, Why: why, Trigger: "release"})
 	if err != nil {
 		return nil, err
 	}
@@ -257,4 +277,20 @@ func checkTTL(ttl time.Duration) error {
 // PruneHolds deletes holds expired for a day (they protect nothing).
 func (a *App) PruneHolds(ctx context.Context) (int, error) {
 	return a.store.PruneHolds(ctx, a.now().Add(-24*time.Hour))
+}
+
+// checkAgentServerURL refuses an agent-server URL the idle clock would not
+// read: not http(s), no host, credentials in it (they would be logged), a
+// query or fragment.
+func checkAgentServerURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return Input("agent_server_url", "%q is not an http(s) URL", raw)
+	case u.User != nil:
+		return Input("agent_server_url", "must not hold credentials")
+	case u.RawQuery != "" || u.Fragment != "":
+		return Input("agent_server_url", "%q: no query or fragment", raw)
+	}
+	return nil
 }

@@ -93,6 +93,33 @@ func (a *App) Mark(ctx context.Context, req MarkRequest) ([]views.Marked, error)
 	return out, nil
 }
 
+// journalCancel records that a notice in force was canceled by a pin,
+// lease or activity: a "canceled" notice, and a journal entry (`log`
+// shows it) whose reason says what canceled it.
+func (a *App) journalCancel(ctx context.Context, k backend.Key, was ledger.RuntimeRecord, cause string, now time.Time) error {
+	msg := fmt.Sprintf("%s due %s canceled: %s", was.ScheduledStep, was.ScheduledDue.UTC().Format(time.RFC3339), cause)
+	if _, err := a.store.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: was.ScheduledStep, Due: was.ScheduledDue,
+		At: now, Message: cause}); err != nil {
+		return fmt.Errorf("journal the cancellation: %w", err)
+	}
+	id, err := a.store.AppendIntent(ctx, ledger.Intent{Key: k, Step: "cancel", Reason: msg, At: now})
+	if err == nil {
+		err = a.store.RecordOutcome(ctx, id, ledger.Outcome{Result: ledger.ResultDone, Reason: msg, At: now})
+	}
+	if err != nil {
+		return fmt.Errorf("journal the cancellation: %w", err)
+	}
+	return nil
+}
+
+// forgetDryRun drops the dry run Status reuses: it showed a notice that
+// is no longer in force.
+func (a *App) forgetDryRun() {
+	a.stateMu.Lock()
+	a.lastDry = nil
+	a.stateMu.Unlock()
+}
+
 type policyLease struct {
 	until  time.Time
 	capped bool
@@ -128,17 +155,29 @@ func (a *App) capLease(ctx context.Context, k backend.Key, until, now time.Time)
 func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease policyLease, now time.Time) (views.Marked, error) {
 	m := views.Marked{}
 	var change func(r *ledger.RuntimeRecord)
+	// cause is set by a change that protects the runtime from every step
+	// (pin, lease): a notice in force is canceled with it, at once.
+	var cause string
 	switch {
 	case req.Touch:
 		if err := a.record(ctx, []ledger.Activity{{Key: k, At: now}}); err != nil {
 			return m, err
 		}
+		// Activity does not cancel a notice here: an orphan's stays in
+		// force whatever its activity; the next pass decides.
 		m.Message = "activity recorded at " + now.Format(time.RFC3339)
 	case req.PinSet:
 		m.Message = "pinned: never touched until unpinned"
 		change = func(r *ledger.RuntimeRecord) {
-			r.Pinned, r.PinReason = true, req.Pin
-			r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+			// Pinning again without a reason keeps the reason given before.
+			if req.Pin != "" || !r.Pinned {
+				r.PinReason = req.Pin
+			}
+			r.Pinned = true
+			cause = "pinned"
+			if r.PinReason != "" {
+				cause += ": " + r.PinReason
+			}
 		}
 	case req.Unpin:
 		m.Message = "unpinned"
@@ -149,6 +188,7 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 			m.Message += " (capped by max_lifetime)"
 		}
 		change = func(r *ledger.RuntimeRecord) { r.LeaseUntil = lease.until }
+		cause = "leased until " + lease.until.Format(time.RFC3339)
 	case req.RetentionDefault:
 		m.Message = "retention back to its source's"
 		change = func(r *ledger.RuntimeRecord) { r.RetentionOverride = nil }
@@ -160,14 +200,29 @@ func (a *App) markOne(ctx context.Context, k backend.Key, req MarkRequest, lease
 		}
 		change = func(r *ledger.RuntimeRecord) { r.RetentionOverride = &d }
 	}
+	var canceled ledger.RuntimeRecord // the notice canceled, if any
 	if change != nil {
 		_, err := a.store.Update(ctx, k, func(r *ledger.RuntimeRecord) error {
-			change(r)
+			if change != nil {
+				change(r)
+			}
+			canceled = ledger.RuntimeRecord{}
+			if cause != "" && r.ScheduledStep != "" {
+				canceled.ScheduledStep, canceled.ScheduledDue, canceled.ScheduledAt = r.ScheduledStep, r.ScheduledDue, r.ScheduledAt
+				r.ScheduledStep, r.ScheduledAt, r.ScheduledDue = "", time.Time{}, time.Time{}
+			}
 			return nil
 		})
 		if err != nil {
 			return m, err
 		}
+	}
+	if canceled.ScheduledStep != "" {
+		if err := a.journalCancel(ctx, k, canceled, cause, now); err != nil {
+			return m, err
+		}
+		m.Message += fmt.Sprintf("; the %s due %s is canceled", canceled.ScheduledStep, canceled.ScheduledDue.UTC().Format(time.RFC3339))
+		a.forgetDryRun()
 	}
 	if !lease.until.IsZero() && a.opts.OnProtect != nil {
 		a.opts.OnProtect(k)
@@ -219,31 +274,45 @@ type ActivityReport struct {
 	At                  time.Time
 }
 
-// ReportActivityBatch records many reports at once; reports of archived or
-// deleted runtimes are dropped (nothing to keep alive). A report that
+// ReportActivityBatch records many reports at once. Reports of archived or
+// deleted runtimes are dropped (nothing to keep alive) and named in
+// Ignored; reports of runtimes no pass has seen are recorded (a host may
+// report before the first pass) and named in Unknown. A report that
 // cannot be taken (an unknown backend, a time in the future) refuses the
 // batch, naming it.
-func (a *App) ReportActivityBatch(ctx context.Context, reports []ActivityReport) (int, error) {
+func (a *App) ReportActivityBatch(ctx context.Context, reports []ActivityReport) (views.ActivityAccepted, error) {
+	var ans views.ActivityAccepted
+	if err := a.keys.load(ctx, a.store); err != nil {
+		return ans, err
+	}
 	batch := make([]ledger.Activity, 0, len(reports))
 	for i, r := range reports {
 		field := fmt.Sprintf("reports[%d]", i)
 		k, err := a.keyOf(r.Backend, r.Source, r.ID, field)
 		if err != nil {
-			return 0, err
+			return views.ActivityAccepted{}, err
 		}
 		at, err := a.activityTime(field+".at", r.At)
 		if err != nil {
-			return 0, err
+			return views.ActivityAccepted{}, err
 		}
-		if state, ok := a.keys.get(k); ok && liveState(resolved{k, state}) != nil {
+		ref := views.ActivityRef{Backend: k.Backend, Source: k.Source, ID: k.ID}
+		state, ok := a.keys.get(k)
+		switch {
+		case !ok || state == "":
+			ans.Unknown = append(ans.Unknown, ref)
+		case liveState(resolved{k, state}) != nil:
+			ref.State = state
+			ans.Ignored = append(ans.Ignored, ref)
 			continue
 		}
 		batch = append(batch, ledger.Activity{Key: k, At: at})
 	}
 	if err := a.record(ctx, batch); err != nil {
-		return 0, err
+		return views.ActivityAccepted{}, err
 	}
-	return len(batch), nil
+	ans.Accepted = len(batch)
+	return ans, nil
 }
 
 // activityKey finds the runtime of an activity report: with its backend
@@ -294,6 +363,10 @@ func (a *App) keyOf(backendName, source, id, field string) (backend.Key, error) 
 		return backend.Key{Source: match[0], Backend: backendName, ID: id}, nil
 	case len(match) > 1:
 		return backend.Key{}, Input(join(field, "source"), "backend %q has %d sources (%v): give source", backendName, len(match), match)
+	case source != "" && s.cfg.Fleet() && isReplicaSource(source):
+		// Another replica's local source: every replica takes its hosts'
+		// reports, and the owner reads them from the shared ledger.
+		return backend.Key{Source: source, Backend: backendName, ID: id}, nil
 	case source != "":
 		return backend.Key{}, Input(join(field, "source"), "no configured source %q of backend %q", source, backendName)
 	}

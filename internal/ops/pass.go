@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -43,6 +44,9 @@ type PassRequest struct {
 	Progress func(done, total int)
 	// Step, when set, is told how a long step goes (engine.Progress).
 	Step engine.Progress
+	// Explain, when set, asks the dry run to explain this runtime
+	// (engine.PlanOptions.Explain).
+	Explain backend.Key
 }
 
 // full tells whether the pass observes everything.
@@ -63,6 +67,13 @@ type PassReport struct {
 // runs on a context a client going away does not cancel: an action once
 // started finishes; a stop (Options.Stop) ends it between actions.
 func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Applied, error) {
+	p, res, _, err := a.pass(ctx, req)
+	return p, res, err
+}
+
+// pass is Pass, also giving what the pass observed (nil for an exact
+// plan).
+func (a *App) pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Applied, *engine.World, error) {
 	var timeout <-chan time.Time
 	if req.Wait > 0 {
 		t := a.clock.NewTimer(req.Wait)
@@ -72,18 +83,24 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	select {
 	case a.passSem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	case <-timeout:
-		return nil, nil, fmt.Errorf("another pass is running; try again when it is done: %w", backend.ErrBusy)
+		return nil, nil, nil, fmt.Errorf("another pass is running; try again when it is done: %w", backend.ErrBusy)
 	case <-a.opts.Stop:
-		return nil, nil, ErrShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	defer func() { <-a.passSem }()
 	if closed(a.opts.Stop) {
-		return nil, nil, ErrShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	s := a.setupNow()
 	start := a.clock.Now()
+	// Rule "every pass ends": its deadline bounds planning (every
+	// listing, narrowed read and provider call under it) and apply
+	// (between actions), whatever a provider does.
+	limit := s.cfg.ServerSettings().PassTimeout
+	pctx, cancelPass := context.WithTimeout(ctx, limit)
+	defer cancelPass()
 	rep := PassReport{Request: req}
 	defer func() {
 		rep.Took = a.clock.Now().Sub(start)
@@ -92,19 +109,23 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	if req.Exact != nil {
 		rep.Plan = req.Exact
 	} else {
-		p, w, err := s.engine.Plan(ctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests})
+		p, w, err := s.engine.Plan(pctx, engine.PlanOptions{Steps: req.Steps, Only: req.Only, Requests: req.Requests, Explain: req.Explain})
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+				err = fmt.Errorf("the pass did not finish planning within pass_timeout %s; nothing was applied (%v): %w", limit, err, backend.ErrUnavailable)
+			}
 			rep.Err = err
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rep.Plan, rep.World = p, w
 		if len(s.sources) == 0 {
 			p.Problems = append(p.Problems, noSources())
 		}
+		p.Messages = append(p.Messages, a.followerMessages(ctx)...)
 	}
 	if req.DryRun {
 		a.rememberPlan(rep.Plan)
-		return rep.Plan, nil, nil
+		return rep.Plan, nil, rep.World, nil
 	}
 	applyWorld := rep.World
 	if !req.full() {
@@ -113,18 +134,50 @@ func (a *App) Pass(ctx context.Context, req PassRequest) (*plan.Plan, *plan.Appl
 	// The stop: the daemon's (a graceful stop), else the caller's context
 	// (the CLI's Ctrl-C). Either ends the apply between two actions; the
 	// action in flight finishes with a live context.
+	// The pass's deadline stops it too: what it did not reach is
+	// reported, and the next pass tries it.
 	stop := a.opts.Stop
 	if stop == nil {
 		stop = ctx.Done()
 	}
-	res, err := s.engine.Apply(context.WithoutCancel(ctx), rep.Plan, engine.ApplyOptions{World: applyWorld, Stop: stop,
+	stopOrDeadline := make(chan struct{})
+	applied := make(chan struct{})
+	go func() {
+		defer close(stopOrDeadline)
+		select {
+		case <-stop:
+		case <-pctx.Done():
+		case <-applied:
+		}
+	}()
+	res, err := s.engine.Apply(context.WithoutCancel(ctx), rep.Plan, engine.ApplyOptions{World: applyWorld, Stop: stopOrDeadline,
 		Progress: req.Progress, Step: req.Step})
+	close(applied)
+	if res != nil && !closed(stop) && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		passTimedOut(res, limit)
+	}
 	rep.Applied, rep.Err = res, err
 	if err != nil {
-		return rep.Plan, nil, err
+		return rep.Plan, nil, rep.World, err
 	}
 	a.keys.applied(res)
-	return rep.Plan, res, nil
+	return rep.Plan, res, rep.World, nil
+}
+
+// passTimedOut says, for each action an apply stopped at the pass's
+// deadline did not reach, why, and adds the pass's problem.
+func passTimedOut(res *plan.Applied, limit time.Duration) {
+	n := 0
+	for i := range res.Results {
+		if r := &res.Results[i]; r.Code == plan.Stopped {
+			r.Reason = fmt.Sprintf("not reached within pass_timeout %s; the next pass tries again", limit)
+			n++
+		}
+	}
+	if n > 0 {
+		res.Problems = append(res.Problems, plan.Problem{Code: plan.PassTimeout,
+			Message: fmt.Sprintf("the pass reached pass_timeout %s with %d of %d actions not done; the next pass tries them again", limit, n, len(res.Results))})
+	}
 }
 
 func noSources() plan.Problem {
@@ -179,6 +232,9 @@ func (a *App) finishPass(rep PassReport, start time.Time) {
 		a.lastPass = sum
 	}
 	a.stateMu.Unlock()
+	if a.opts.SampleUsage && full && !req.DryRun {
+		a.recordUsage(context.Background(), rep.World, rep.Plan)
+	}
 	if a.opts.OnPass != nil {
 		a.opts.OnPass(rep)
 	}
@@ -251,6 +307,10 @@ type ApplyRequest struct {
 	// but the notice period still applies (a pin, lease, hold or busy
 	// runtime is skipped, unsaved work is archived first).
 	Announced bool
+	// Rule and Why say what asked for the removal when that was not a
+	// person (policy.Request); the journal gives them as its reason.
+	Rule policy.Code
+	Why  string
 	// PlanID applies exactly a dry run this App made; Plan exactly this
 	// one (a plan saved with plan --out). Neither combines with Steps,
 	// Runtimes or Delete.
@@ -295,6 +355,18 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 			return nil, err
 		}
 		pr.Exact = p
+	}
+	if pr.Exact != nil && !pr.DryRun {
+		var keys []backend.Key
+		for _, act := range pr.Exact.Actions {
+			keys = append(keys, act.Key())
+		}
+		if shared := a.sharedOnFollower(keys); len(shared) > 0 {
+			return nil, a.notLeading(ctx, fmt.Sprintf("apply a plan acting on %s (and %d more of the remote sources)", shared[0], len(shared)-1))
+		}
+	}
+	switch {
+	case pr.Exact != nil:
 	default:
 		live := req.Delete || req.Announced
 		keys, err := a.resolveKeysLive(ctx, "runtimes", req.Runtimes, live)
@@ -302,6 +374,9 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 			return nil, err
 		}
 		pr.Only = keys
+		if shared := a.sharedOnFollower(keys); len(shared) > 0 {
+			return nil, a.notLeading(ctx, fmt.Sprintf("%s (%d of the runtimes asked for)", shared[0], len(shared)))
+		}
 		if req.Announced {
 			if pr.Steps, pr.Requests, err = a.announced(ctx, keys); err != nil {
 				return nil, err
@@ -310,7 +385,7 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 		if req.Delete {
 			pr.Steps = []backend.Step{backend.StepDelete}
 			for _, k := range keys {
-				pr.Requests = append(pr.Requests, policy.Request{Key: k, Step: backend.StepDelete})
+				pr.Requests = append(pr.Requests, policy.Request{Key: k, Step: backend.StepDelete, Rule: req.Rule, Why: req.Why})
 			}
 		}
 	}

@@ -78,6 +78,9 @@ func (a *App) Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList,
 	}
 	s := a.setupNow()
 	shown := func(k backend.Key) bool {
+		if s.cfg.Fleet() {
+			return true // every replica's runtimes, wherever asked
+		}
 		if _, ok := s.sourceOf(k.Source); ok {
 			return true
 		}
@@ -315,6 +318,7 @@ func (a *App) runtimeView(rec ledger.RuntimeRecord, s *engine.Seen, d *decoratio
 	settings := policy.Settings{}
 	if src, ok := a.setupNow().sourceOf(k.Source); ok {
 		v.SourceLabel, settings = src.Label, src.Settings
+		v.IdleSuspend = IdleSuspendText(src.Backend, settings)
 	}
 	if h, ok := d.holds[k]; ok {
 		v.HeldBy, v.HeldUntil = h.Holder, h.ExpiresAt
@@ -444,6 +448,7 @@ func (a *App) Status(ctx context.Context) (*views.Status, error) {
 	}
 	if w != nil {
 		fillStatus(st, w, p)
+		a.forecasts(ctx, st)
 	}
 	a.stateMu.Lock()
 	st.LastPass, st.NextPassAt = a.lastPass, a.nextPass
@@ -452,6 +457,11 @@ func (a *App) Status(ctx context.Context) (*views.Status, error) {
 		e := journalView(j[0])
 		st.LastAction = &e
 	}
+	f, err := a.Fleet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("status of the fleet: %w", err)
+	}
+	st.Fleet = f
 	return st, nil
 }
 
@@ -500,4 +510,22 @@ func fillStatus(st *views.Status, w *engine.World, p *plan.Plan) {
 			f.ReclaimableBytes += act.Bytes
 		}
 	}
+}
+
+// IdleSuspendText says what idle reclaiming does to the runtimes of a
+// source: its idle_suspend ("20m", "off") where the backend can suspend;
+// an archive then a delete where it cannot and idling loses the files
+// (backend.IdleLosesFiles); "not offered" where it cannot suspend at all,
+// so that ls shows why an idle runtime of such a source stays as it is.
+func IdleSuspendText(b backend.Backend, s policy.Settings) string {
+	if _, ok := backend.As[backend.Suspender](b); ok {
+		return DurationText(s.IdleSuspend)
+	}
+	if _, ok := backend.As[backend.IdleLosesFiles](b); ok {
+		if s.IdleSuspend <= 0 {
+			return DurationText(0)
+		}
+		return "archive then delete after " + DurationText(s.IdleSuspend)
+	}
+	return "not offered: " + b.Name() + " cannot suspend its runtimes"
 }

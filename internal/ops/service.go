@@ -16,6 +16,8 @@ type Service interface {
 	Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error)
 	Status(ctx context.Context) (*views.Status, error)
 	Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList, error)
+	// Explain is why one runtime is where it is (a dry run now).
+	Explain(ctx context.Context, ref Ref) (*views.Explain, error)
 	Mark(ctx context.Context, req MarkRequest) ([]views.Marked, error)
 	Journal(ctx context.Context, q JournalQuery) (*views.Journal, error)
 	Archives(ctx context.Context, name string) ([]views.Archive, error)

@@ -47,6 +47,10 @@ type Action struct {
 	Observed Observed    `json:"observed"`
 	// Filesystem is the managed filesystem the bytes return to.
 	Filesystem string `json:"filesystem,omitempty"`
+	// NotKept is, for a step that archives first, what the archive will
+	// not keep (a home's caches, a container's writable layer): said
+	// before the step, not only in the archive after.
+	NotKept []string `json:"not_kept,omitempty"`
 }
 
 // Key is the action's runtime key.
@@ -78,6 +82,9 @@ type Notice struct {
 	Due     time.Time    `json:"due,omitzero"`
 	Code    policy.Code  `json:"code,omitempty"`
 	Reason  string       `json:"reason"`
+	// NotKept is, for an announced step that archives first, what the
+	// archive will not keep (as plan.Action's).
+	NotKept []string `json:"not_kept,omitempty"`
 }
 
 // Key is the notice's runtime key.
@@ -114,6 +121,9 @@ const (
 	SelectionFailed ProblemCode = "selection_failed"
 	// NoSources: nothing is configured to manage.
 	NoSources ProblemCode = "no_sources"
+	// PassTimeout: the pass reached its deadline ([server] pass_timeout)
+	// with actions not done; they are left for the next pass.
+	PassTimeout ProblemCode = "pass_timeout"
 )
 
 // Problem is something a pass could not look at. Every command that

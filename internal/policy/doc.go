@@ -23,4 +23,10 @@
 //
 // A runtime gets at most one destructive action per pass, and never a
 // destructive action with unsaved work unless its backend can export it.
+//
+// Explain runs the same decision and records, at the branch each rule
+// takes for one runtime, its Verdict (acts, announces, due, cancels or
+// not, with the typed reason and when the step would be due): the
+// explanation is the decision itself, never a second implementation of
+// the rules, and a property test holds the two together.
 package policy

@@ -14,13 +14,18 @@ import (
 // Settings is the resolved policy of one runtime's source. Zero durations
 // and fractions mean off.
 type Settings struct {
-	CacheDirs   []string
-	DiskHigh    float64
-	DiskLow     float64
-	Retention   time.Duration
-	Grace       time.Duration
-	IdleSuspend time.Duration
-	MaxLifetime time.Duration
+	CacheDirs []string
+	// Rebuildable and Keep are the dependencies step's rule: folder names
+	// that are rebuildable whatever they hold, and name patterns that keep
+	// any other ignored folder (config: the rebuildable and keep keys);
+	// nil means the built-in lists.
+	Rebuildable, Keep []string
+	DiskHigh          float64
+	DiskLow           float64
+	Retention         time.Duration
+	Grace             time.Duration
+	IdleSuspend       time.Duration
+	MaxLifetime       time.Duration
 	// RegisteredOnly: a runtime no host registered (or whose last owning
 	// conversation let go) is an orphan, deleted Grace after it became one.
 	RegisteredOnly bool
@@ -79,6 +84,11 @@ type Record struct {
 // Capabilities are the roles a runtime's backend has.
 type Capabilities struct {
 	Suspend, Delete, Export, Files bool
+	// IdleArchive: the backend cannot suspend and its provider idles a
+	// runtime by discarding its files (backend.IdleLosesFiles): idle
+	// reclaiming archives and then deletes, with notice, even a running
+	// runtime (what it holds would otherwise be lost when it sleeps).
+	IdleArchive bool
 }
 
 // Candidate is one runtime with everything the policies need.
@@ -120,6 +130,10 @@ type Filesystem struct {
 type Request struct {
 	Key  backend.Key
 	Step backend.Step
+	// Rule and Why say what asked for it when that was not a person (the
+	// last conversation let go: RuleReleased); empty, RuleRequest.
+	Rule Code
+	Why  string
 }
 
 // Input is everything one pass observed.
@@ -183,7 +197,11 @@ type Output struct {
 }
 
 // Decide runs every policy over in.
-func Decide(in Input) Output {
+func Decide(in Input) Output { return decide(in, nil) }
+
+// decide runs every policy over in; tr, when set, records the verdicts of
+// every rule about one runtime at the branch that decides it (Explain).
+func decide(in Input, tr *tracer) Output {
 	var out Output
 	cands := filter(in)
 	acted := map[backend.Key]bool{} // destructive action or suspend already proposed
@@ -195,42 +213,71 @@ func Decide(in Input) Output {
 			continue
 		}
 		why := protection(c, in.Now)
+		k := c.Runtime.Key
 
 		// Caches.
 		if wants(in, backend.StepCaches) && c.Can.Files && len(c.Caches) > 0 {
 			if !why.IsZero() {
-				out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepCaches, why))
+				out.Skipped = append(out.Skipped, skip(k, backend.StepCaches, why))
+				tr.blocked(k, RuleCaches, backend.StepCaches, why, c, in.Now)
 			} else {
-				a := filesAction(c, backend.StepCaches, c.Caches, because(RuleCaches, "caches of a stopped runtime"))
+				r := because(RuleCaches, "caches of a stopped runtime")
+				a := filesAction(c, backend.StepCaches, c.Caches, r)
 				out.Actions = append(out.Actions, a)
 				freed[c.Filesystem] += uint64(a.Bytes)
+				tr.add(k, RuleCaches, backend.StepCaches, Acts, r, in.Now)
+			}
+		} else if tr.on(k) && wants(in, backend.StepCaches) && len(c.Settings.CacheDirs) > 0 {
+			switch {
+			case !c.Can.Files:
+				tr.add(k, RuleCaches, backend.StepCaches, Not, because(CannotReclaim, "its backend cannot reclaim files"), time.Time{})
+			case !why.IsZero():
+				tr.blocked(k, RuleCaches, backend.StepCaches, why, c, in.Now)
+			default:
+				tr.add(k, RuleCaches, backend.StepCaches, Not, because(NothingToReclaim, "no cache folders or core dumps to reclaim"), time.Time{})
 			}
 		}
 
 		// Idle suspend and lifetime cap.
+		suspendRule := Code("")
 		if wants(in, backend.StepSuspend) && c.Can.Suspend && c.Runtime.State.Active() {
 			if reason := suspendReason(c, in.Now); !reason.IsZero() {
+				suspendRule = reason.Code
 				if c.Record.Pinned || c.Runtime.Pinned != "" {
-					out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepSuspend, pinReason(c)))
+					out.Skipped = append(out.Skipped, skip(k, backend.StepSuspend, pinReason(c)))
+					tr.add(k, reason.Code, backend.StepSuspend, Not, pinReason(c), time.Time{})
 				} else if reason.Code == RuleIdle && !why.IsZero() && why.Code != Running && why.Code != Starting {
 					// Idleness is no reason to stop what is leased, held or
 					// busy; the lifetime cap, a hard cap, is.
-					out.Skipped = append(out.Skipped, skip(c.Runtime.Key, backend.StepSuspend, why))
+					out.Skipped = append(out.Skipped, skip(k, backend.StepSuspend, why))
+					tr.blocked(k, reason.Code, backend.StepSuspend, why, c, in.Now)
 				} else {
-					out.Actions = append(out.Actions, Action{Key: c.Runtime.Key, Step: backend.StepSuspend, Reason: reason.Text, Code: reason.Code})
-					acted[c.Runtime.Key] = true
+					out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepSuspend, Reason: reason.Text, Code: reason.Code})
+					acted[k] = true
+					tr.add(k, reason.Code, backend.StepSuspend, Acts, reason, in.Now)
 				}
 			}
+		}
+		if tr.on(k) && wants(in, backend.StepSuspend) {
+			traceSuspend(tr, c, in.Now, why, suspendRule)
 		}
 
 		// Orphan sweep, then retention with notice: an orphan is deleted
 		// (archived first when it holds unsaved work), so retention has
 		// nothing to add.
-		if wants(in, backend.StepDelete) && !acted[c.Runtime.Key] && orphan(&out, c, in.Now, why, acted) {
+		if wants(in, backend.StepDelete) && !acted[k] && orphan(&out, c, in.Now, why, acted, tr) {
+			if tr.on(k) && wants(in, backend.StepArchive) && (effectiveRetention(c) > 0 || c.Record.Scheduled == backend.StepArchive) {
+				tr.add(k, RuleRetention, backend.StepArchive, Not, because(OrphanInstead, "an orphan: the orphan sweep decides instead"), time.Time{})
+			}
 			continue
 		}
-		if wants(in, backend.StepArchive) && !acted[c.Runtime.Key] {
-			retention(&out, c, in.Now, why, acted)
+		if tr.on(k) && wants(in, backend.StepDelete) && acted[k] && sweepsOrphans(c) {
+			tr.add(k, RuleOrphan, backend.StepDelete, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
+		}
+		if wants(in, backend.StepArchive) && !acted[k] {
+			retention(&out, c, in.Now, why, acted, tr)
+		} else if tr.on(k) && wants(in, backend.StepArchive) && (effectiveRetention(c) > 0 || c.Record.Scheduled == backend.StepArchive) {
+			tr.add(k, RuleRetention, backend.StepArchive, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
 		}
 	}
 
@@ -239,13 +286,14 @@ func Decide(in Input) Output {
 		if !wants(in, r.Step) || (len(in.Only) > 0 && !slices.Contains(in.Only, r.Key)) {
 			continue // outside this pass
 		}
-		if why := request(&out, cands, r, in.Now, acted); !why.IsZero() {
+		if why := request(&out, cands, r, in.Now, acted, tr); !why.IsZero() {
 			out.Skipped = append(out.Skipped, skip(r.Key, r.Step, why))
+			tr.add(r.Key, RuleRequest, r.Step, Not, why, time.Time{})
 		}
 	}
 
 	if wants(in, backend.StepDependencies) {
-		budget(&out, in, cands, freed, acted)
+		budget(&out, in, cands, freed, acted, tr)
 	}
 	reportProtected(&out, in, cands, acted)
 	return out
@@ -275,7 +323,7 @@ func reportProtected(out *Output, in Input, cands []Candidate, acted map[backend
 }
 
 // request turns one explicit request into an action, or says why not.
-func request(out *Output, cands []Candidate, r Request, now time.Time, acted map[backend.Key]bool) Reason {
+func request(out *Output, cands []Candidate, r Request, now time.Time, acted map[backend.Key]bool, tr *tracer) Reason {
 	if !r.Step.Valid() {
 		return because(UnknownStep, fmt.Sprintf("unknown step %q", r.Step))
 	}
@@ -292,6 +340,9 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		return why
 	}
 	requested := because(RuleRequest, "requested")
+	if r.Rule != "" {
+		requested = because(r.Rule, r.Why)
+	}
 	a := Action{Key: r.Key, Step: r.Step, Reason: requested.Text, Code: requested.Code, Filesystem: c.Filesystem}
 	switch r.Step {
 	case backend.StepArchive, backend.StepDelete:
@@ -319,12 +370,15 @@ func request(out *Output, cands []Candidate, r Request, now time.Time, acted map
 		}
 		for _, x := range out.Actions {
 			if x.Key == r.Key && x.Step == r.Step {
-				return Reason{} // the policy already proposed it
+				// The policy already proposed it.
+				tr.add(r.Key, RuleRequest, r.Step, Not, because(AlreadyPlanned, "the "+string(x.Code)+" rule proposes it already"), time.Time{})
+				return Reason{}
 			}
 		}
 		a = filesAction(c, r.Step, files, requested)
 	}
 	out.Actions = append(out.Actions, a)
+	tr.add(r.Key, RuleRequest, r.Step, Acts, requested, now)
 	return Reason{}
 }
 
@@ -398,13 +452,72 @@ func protection(c *Candidate, now time.Time) Reason {
 
 func suspendReason(c *Candidate, now time.Time) Reason {
 	s := c.Settings
-	if s.MaxLifetime > 0 && !c.Runtime.CreatedAt.IsZero() && now.Sub(c.Runtime.CreatedAt) > s.MaxLifetime {
+	if overLifetime(c, now) {
 		return because(RuleLifetime, fmt.Sprintf("running %s, over the lifetime cap of %s", human(now.Sub(c.Runtime.CreatedAt)), human(s.MaxLifetime)))
 	}
-	if last := c.LastActive(); s.IdleSuspend > 0 && !last.IsZero() && now.Sub(last) > s.IdleSuspend {
+	if overIdle(c, now) {
+		last := c.LastActive()
 		return because(RuleIdle, fmt.Sprintf("idle %s, over idle_suspend %s", human(now.Sub(last)), human(s.IdleSuspend)))
 	}
 	return Reason{}
+}
+
+// overLifetime: the lifetime cap suspends c.
+func overLifetime(c *Candidate, now time.Time) bool {
+	s := c.Settings
+	return s.MaxLifetime > 0 && !c.Runtime.CreatedAt.IsZero() && now.Sub(c.Runtime.CreatedAt) > s.MaxLifetime
+}
+
+// overIdle: idle suspend suspends c.
+func overIdle(c *Candidate, now time.Time) bool {
+	last := c.LastActive()
+	return c.Settings.IdleSuspend > 0 && !last.IsZero() && now.Sub(last) > c.Settings.IdleSuspend
+}
+
+// traceSuspend gives the verdicts of the lifetime cap and idle suspend
+// that the suspend branch of decide did not (decided is the rule it
+// acted or skipped on, if any).
+func traceSuspend(tr *tracer, c *Candidate, now time.Time, why Reason, decided Code) {
+	k := c.Runtime.Key
+	s := c.Settings
+	type rule struct {
+		code    Code
+		inForce bool
+		over    bool
+	}
+	for _, r := range []rule{{RuleLifetime, s.MaxLifetime > 0, overLifetime(c, now)}, {RuleIdle, s.IdleSuspend > 0, overIdle(c, now)}} {
+		if !r.inForce || r.code == decided {
+			continue
+		}
+		switch {
+		case !c.Can.Suspend:
+			tr.add(k, r.code, backend.StepSuspend, Not, because(CannotSuspend, "its backend cannot suspend it"), time.Time{})
+		case !c.Runtime.State.Active():
+			tr.add(k, r.code, backend.StepSuspend, Not, because(NotRunning, "not running: "+string(c.Runtime.State)), time.Time{})
+		case r.over:
+			// Both are over: the lifetime cap, checked first, decides.
+			tr.add(k, r.code, backend.StepSuspend, Not, because(AlreadyPlanned, "the lifetime cap decides first"), time.Time{})
+		case r.code == RuleLifetime && c.Runtime.CreatedAt.IsZero():
+			tr.add(k, r.code, backend.StepSuspend, Not, because(NoActivity, "its start is not known"), time.Time{})
+		case r.code == RuleLifetime && why.Code == Pinned:
+			tr.add(k, r.code, backend.StepSuspend, Not, why, time.Time{})
+		case r.code == RuleLifetime:
+			age, due := now.Sub(c.Runtime.CreatedAt), c.Runtime.CreatedAt.Add(s.MaxLifetime)
+			tr.add(k, r.code, backend.StepSuspend, Not, tooRecent(due.Sub(now), "running", age, "max_lifetime", s.MaxLifetime), due)
+		case c.LastActive().IsZero():
+			tr.add(k, r.code, backend.StepSuspend, Not, because(NoActivity, "no activity known"), time.Time{})
+		default:
+			last := c.LastActive()
+			due := last.Add(s.IdleSuspend)
+			reason := tooRecent(due.Sub(now), "idle", now.Sub(last), "idle_suspend", s.IdleSuspend)
+			if !why.IsZero() && why.Code != Running && why.Code != Starting {
+				// Leased, held, busy or pinned: idleness will not stop it.
+				tr.blocked(k, r.code, backend.StepSuspend, why, c, due)
+			} else {
+				tr.add(k, r.code, backend.StepSuspend, Not, reason, due)
+			}
+		}
+	}
 }
 
 func effectiveRetention(c *Candidate) time.Duration {
@@ -414,52 +527,101 @@ func effectiveRetention(c *Candidate) time.Duration {
 	return c.Settings.Retention
 }
 
-// retention announces, cancels or carries out the archive of an inactive
-// runtime.
-func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) {
-	k := c.Runtime.Key
+// IdleArchives tells whether idle reclaiming archives then deletes c
+// instead of suspending it (Capabilities.IdleArchive, with idle_suspend
+// set).
+func IdleArchives(c *Candidate) bool {
+	return c.Can.IdleArchive && !c.Can.Suspend && c.Settings.IdleSuspend > 0
+}
+
+// ArchiveAfter is how long c must be inactive before it is archived, and
+// the rule that says so: its retention, or idle_suspend where idling loses
+// the files (IdleArchives), whichever is shorter; 0 when neither applies.
+func ArchiveAfter(c *Candidate) (time.Duration, Code) {
 	ret := effectiveRetention(c)
+	if IdleArchives(c) && (ret <= 0 || c.Settings.IdleSuspend < ret) {
+		return c.Settings.IdleSuspend, RuleIdleArchive
+	}
+	return ret, RuleRetention
+}
+
+// retention announces, cancels or carries out the archive of an inactive
+// runtime (and, where idling loses the files, of an idle one: ArchiveAfter).
+func retention(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool, tr *tracer) {
+	k := c.Runtime.Key
+	ret, rule := ArchiveAfter(c)
 	last := c.LastActive()
 	scheduled := c.Record.Scheduled == backend.StepArchive
 	inactive := ret > 0 && !last.IsZero() && now.Sub(last) > ret
+	if rule == RuleIdleArchive && why.Code == Running {
+		// Running is the point: what it holds goes when it sleeps.
+		why = Reason{}
+	}
+	cancel := func(r Reason) {
+		out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, r))
+		tr.add(k, rule, backend.StepArchive, Cancels, r, time.Time{})
+	}
 
 	if scheduled {
 		switch {
 		case !why.IsZero() && why.Code != Busy:
 			// A pin, lease, hold or a start cancels the notice.
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, why))
+			cancel(why)
 			return
 		case last.After(c.Record.ScheduledAt):
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(ActiveAgain, "active again since the notice")))
+			cancel(because(ActiveAgain, "active again since the notice"))
 			return
 		case !inactive:
-			out.Cancel = append(out.Cancel, notice(k, backend.StepArchive, c.Record.ScheduledDue, because(TooRecent, "no longer over its retention")))
+			cancel(because(TooRecent, "no longer over its retention"))
 			return
 		}
 	}
 	if !inactive {
+		if tr.on(k) && ret > 0 {
+			if last.IsZero() {
+				tr.add(k, rule, backend.StepArchive, Not, because(NoActivity, "no activity known"), time.Time{})
+			} else {
+				// Announced once over the retention, archived a grace later.
+				at := last.Add(ret)
+				tr.add(k, rule, backend.StepArchive, Not, tooRecent(at.Sub(now), "inactive", now.Sub(last), string(rule), ret), at.Add(c.Settings.Grace))
+			}
+		}
 		return
 	}
 	reason := because(RuleRetention, fmt.Sprintf("inactive %s, over the retention of %s", human(now.Sub(last)), human(ret)))
+	if rule == RuleIdleArchive {
+		reason = because(RuleIdleArchive, fmt.Sprintf("idle %s, over idle_suspend %s; its backend cannot suspend and idling loses its files: archived, then deleted",
+			human(now.Sub(last)), human(ret)))
+	}
 	if !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
+		tr.blocked(k, rule, backend.StepArchive, why, c, now.Add(c.Settings.Grace))
 		return
 	}
 	if why := cannotRemove(c); !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepArchive, why))
+		tr.add(k, rule, backend.StepArchive, Not, why, time.Time{})
 		return
 	}
 	if !scheduled {
 		out.Schedule = append(out.Schedule, notice(k, backend.StepArchive, now.Add(c.Settings.Grace), reason))
+		tr.add(k, rule, backend.StepArchive, Announces, reason, now.Add(c.Settings.Grace))
 		return
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Sub(c.Record.ScheduledAt) < c.Settings.Grace {
-		return // announced, not yet due
+		// Announced, not yet due.
+		due := c.Record.ScheduledDue
+		if g := c.Record.ScheduledAt.Add(c.Settings.Grace); g.After(due) {
+			due = g
+		}
+		tr.add(k, rule, backend.StepArchive, Due, reason, due)
+		return
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepArchive, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
-		Filesystem: c.Filesystem, Code: RuleRetention})
+		Filesystem: c.Filesystem, Code: reason.Code})
 	acted[k] = true
+	tr.add(k, rule, backend.StepArchive, Acts, reason, now)
 }
 
 // IsOrphan tells whether c is an orphan: of a registered_only source, or
@@ -474,15 +636,24 @@ func sweepsOrphans(c *Candidate) bool { return c.Settings.RegisteredOnly || c.Ru
 
 // orphan announces, cancels or carries out the deletion of an orphan, and
 // reports whether it decided about c (retention then leaves c alone).
-func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool) bool {
+func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[backend.Key]bool, tr *tracer) bool {
 	if !sweepsOrphans(c) {
 		return false
 	}
 	k := c.Runtime.Key
 	scheduled := c.Record.Scheduled == backend.StepDelete
 	if !IsOrphan(c) {
+		r := because(Registered, "registered by a host")
 		if scheduled {
-			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, because(Registered, "registered by a host")))
+			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, r))
+			tr.add(k, RuleOrphan, backend.StepDelete, Cancels, r, time.Time{})
+		} else if tr.on(k) {
+			if c.Record.Owners > 0 {
+				r.Text = fmt.Sprintf("owned: %d conversation(s) registered", c.Record.Owners)
+			} else {
+				r.Text = "not seen unowned yet"
+			}
+			tr.add(k, RuleOrphan, backend.StepDelete, Not, r, time.Time{})
 		}
 		return false
 	}
@@ -494,39 +665,61 @@ func orphan(out *Output, c *Candidate, now time.Time, why Reason, acted map[back
 		if scheduled && why.Code != Busy {
 			// A pin, lease, hold or a start cancels the notice.
 			out.Cancel = append(out.Cancel, notice(k, backend.StepDelete, c.Record.ScheduledDue, why))
+			tr.add(k, RuleOrphan, backend.StepDelete, Cancels, why, time.Time{})
 		} else if !scheduled {
 			out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
+			tr.blocked(k, RuleOrphan, backend.StepDelete, why, c, orphanDue(c, now))
+		} else {
+			tr.blocked(k, RuleOrphan, backend.StepDelete, why, c, time.Time{})
 		}
 		return true
 	}
 	if why := cannotRemove(c); !why.IsZero() {
 		out.Skipped = append(out.Skipped, skip(k, backend.StepDelete, why))
+		tr.add(k, RuleOrphan, backend.StepDelete, Not, why, time.Time{})
 		return true
 	}
 	if c.Record.Scheduled != "" && !scheduled {
 		// Another notice (an archive) is in force: withdraw it; the
 		// orphan's own notice follows at the next pass.
-		out.Cancel = append(out.Cancel, notice(k, c.Record.Scheduled, c.Record.ScheduledDue, because(OrphanInstead, "an orphan now: deleted instead")))
+		r := because(OrphanInstead, "an orphan now: deleted instead")
+		out.Cancel = append(out.Cancel, notice(k, c.Record.Scheduled, c.Record.ScheduledDue, r))
+		tr.add(k, RuleOrphan, c.Record.Scheduled, Cancels, r, time.Time{})
 		return true
 	}
 	if !scheduled {
 		// The grace runs from when it became an orphan, but the notice
 		// always comes first: a due time in the past acts at the next pass.
-		due := c.Record.OrphanSince.Add(c.Settings.Grace)
-		if due.Before(now) {
-			due = now
-		}
+		due := orphanDue(c, now)
 		out.Schedule = append(out.Schedule, notice(k, backend.StepDelete, due, reason))
+		tr.add(k, RuleOrphan, backend.StepDelete, Announces, reason, due)
 		return true
 	}
 	if now.Before(c.Record.ScheduledDue) || now.Before(c.Record.OrphanSince.Add(c.Settings.Grace)) {
-		return true // announced, not yet due
+		// Announced, not yet due.
+		due := c.Record.ScheduledDue
+		if g := c.Record.OrphanSince.Add(c.Settings.Grace); g.After(due) {
+			due = g
+		}
+		tr.add(k, RuleOrphan, backend.StepDelete, Due, reason, due)
+		return true
 	}
 	out.Actions = append(out.Actions, Action{Key: k, Step: backend.StepDelete, Paths: runtimePaths(c),
 		Bytes: max(c.SizeBytes, 0), Reason: reason.Text + "; announced " + c.Record.ScheduledAt.UTC().Format(time.RFC3339),
 		Filesystem: c.Filesystem, Code: RuleOrphan})
 	acted[k] = true
+	tr.add(k, RuleOrphan, backend.StepDelete, Acts, reason, now)
 	return true
+}
+
+// orphanDue is when the deletion of the orphan c, announced now, is due:
+// Grace after it became one, and never before the notice.
+func orphanDue(c *Candidate, now time.Time) time.Time {
+	due := c.Record.OrphanSince.Add(c.Settings.Grace)
+	if due.Before(now) {
+		due = now
+	}
+	return due
 }
 
 // reportKept lists, as skipped, each ignored folder of c the backend keeps
@@ -575,10 +768,36 @@ func filesAction(c *Candidate, step backend.Step, files []backend.File, reason R
 // budget sheds dependencies, least recently active first, on every
 // filesystem above its high watermark, until the projection is at or under
 // its low watermark.
-func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, acted map[backend.Key]bool) {
+func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, acted map[backend.Key]bool, tr *tracer) {
+	var traced *Candidate // the runtime tr explains, when on a budgeted filesystem
+	if tr != nil {
+		traced = find(cands, tr.key)
+	}
 	for _, fs := range in.Filesystems {
 		if fs.High <= 0 || fs.Fraction <= fs.High {
+			if traced != nil && fs.High > 0 && traced.Filesystem == fs.ID && traced.Runtime.State.Present() {
+				tr.add(traced.Runtime.Key, RuleBudget, backend.StepDependencies, Not, because(UnderBudget,
+					fmt.Sprintf("%s is %.1f%% full, at or under disk_high %s", fs.Path, fs.Fraction*100, Percent(fs.High))), time.Time{})
+			}
 			continue
+		}
+		var tracedIn bool // the traced runtime is in the pool
+		if traced != nil && traced.Filesystem == fs.ID && traced.Runtime.State.Present() {
+			c, k := traced, traced.Runtime.Key
+			switch {
+			case !c.Can.Files:
+				tr.add(k, RuleBudget, backend.StepDependencies, Not, because(CannotReclaim, "its backend cannot reclaim files"), time.Time{})
+			case acted[k]:
+				tr.add(k, RuleBudget, backend.StepDependencies, Not, because(AlreadyPlanned, "another step was already planned for it in this pass"), time.Time{})
+			case len(backend.Shed(c.Dependencies)) == 0:
+				tr.add(k, RuleBudget, backend.StepDependencies, Not, because(NothingToReclaim, "no dependencies it could shed"), time.Time{})
+			default:
+				if why := protection(c, in.Now); !why.IsZero() {
+					tr.blocked(k, RuleBudget, backend.StepDependencies, why, c, in.Now)
+				} else {
+					tracedIn = true
+				}
+			}
 		}
 		used, avail := fs.UsedBytes, fs.AvailBytes
 		give := min(freed[fs.ID], used)
@@ -605,11 +824,16 @@ func budget(out *Output, in Input, cands []Candidate, freed map[string]uint64, a
 		})
 		for _, c := range pool {
 			if fraction(used, avail) <= fs.Low {
+				if tracedIn {
+					tr.add(tr.key, RuleBudget, backend.StepDependencies, Not, because(UnderBudget,
+						fmt.Sprintf("the budget is met before it: %s would be %.1f%% full, at or under disk_low %s", fs.Path, fraction(used, avail)*100, Percent(fs.Low))), time.Time{})
+				}
 				break
 			}
-			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies), because(RuleBudget,
-				fmt.Sprintf("%s is %.1f%% full, over disk_high %s; least recently active first", fs.Path, fs.Fraction*100, Percent(fs.High))))
+			r := because(RuleBudget, fmt.Sprintf("%s is %.1f%% full, over disk_high %s; least recently active first", fs.Path, fs.Fraction*100, Percent(fs.High)))
+			a := filesAction(c, backend.StepDependencies, backend.Shed(c.Dependencies), r)
 			out.Actions = append(out.Actions, a)
+			tr.add(c.Runtime.Key, RuleBudget, backend.StepDependencies, Acts, r, in.Now)
 			give := min(uint64(a.Bytes), used)
 			used, avail = used-give, avail+give
 		}

@@ -923,7 +923,7 @@ func TestPropertyPure(t *testing.T) {
 // exactly the protection the runtime has (decisions and the re-check
 // under the lock compare codes, never texts).
 func TestPropertyReasonsAreTyped(t *testing.T) {
-	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleOrphan, RuleIdle, RuleLifetime, RuleRequest}
+	rules := []Code{RuleCaches, RuleBudget, RuleRetention, RuleOrphan, RuleIdle, RuleLifetime, RuleRequest, RuleReleased}
 	check(t, genOpts{requestSteps: allRequestSteps, filters: true}, func(t *rapid.T, in Input, out Output) {
 		for _, a := range out.Actions {
 			if !slices.Contains(rules, a.Code) {

@@ -13,8 +13,13 @@ const (
 	RuleRetention Code = "retention"    // inactive longer than the retention
 	RuleOrphan    Code = "orphan"       // no host owns it (registered_only), or its backend says nothing does
 	RuleIdle      Code = "idle_suspend" // running, idle longer than idle_suspend
-	RuleLifetime  Code = "lifetime_cap" // running longer than max_lifetime
-	RuleRequest   Code = "request"      // asked for explicitly
+	// RuleIdleArchive: idle longer than idle_suspend on a backend that
+	// cannot suspend and whose idling loses the files: archived, then
+	// deleted, with notice.
+	RuleIdleArchive Code = "idle_archive"
+	RuleLifetime    Code = "lifetime_cap" // running longer than max_lifetime
+	RuleRequest     Code = "request"      // asked for explicitly
+	RuleReleased    Code = "released"     // the last conversation that owned it let go
 )
 
 // Protections: why no step may touch a runtime now.

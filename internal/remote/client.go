@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,7 @@ type Options struct {
 	// fails alone, reported, instead of stopping every other source.
 	CredentialErr error
 	// HTTP is the transport; default a client without its own timeout.
+	// Whatever is given, the Client refuses redirects (RefuseRedirects).
 	HTTP *http.Client
 	// Now is the clock of the breaker; default time.Now.
 	Now func() time.Time
@@ -109,6 +111,10 @@ type Client struct {
 func New(opts Options) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(opts.Endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if strings.Contains(opts.Endpoint, "@") {
+			// It may hold a credential: not quoted.
+			return nil, errors.New("new client: the endpoint is not an http(s) URL")
+		}
 		return nil, fmt.Errorf("new client: endpoint %q is not an http(s) URL", opts.Endpoint)
 	}
 	if u.User != nil {
@@ -144,15 +150,34 @@ func New(opts Options) (*Client, error) {
 	if opts.Cooldown == 0 {
 		opts.Cooldown = DefaultCooldown
 	}
-	if opts.HTTP == nil {
-		opts.HTTP = &http.Client{}
-	}
+	opts.HTTP = RefuseRedirects(opts.HTTP)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	burst := max(1, int(opts.Rate))
 	return &Client{opts: opts, base: u, limiter: rate.NewLimiter(rate.Limit(opts.Rate), burst),
 		slots: make(chan struct{}, opts.Concurrency)}, nil
+}
+
+// ErrRedirect is a provider answering a call with a redirect. Rule "no
+// redirect carries a credential": a provider client never follows one,
+// whatever host, port or scheme it names (Go's client would send the bearer
+// token to the same host on another port, a custom key header such as E2B's
+// X-API-Key anywhere, and follow https to http). The redirect is an error of
+// the call; the next pass tries the configured endpoint again.
+var ErrRedirect = errors.New("redirect refused: the credential would follow it")
+
+// RefuseRedirects returns a copy of c (a new client when nil) that never
+// follows a redirect: the 3xx answer is returned to the caller, which
+// treats it as an error. Every provider and webhook client goes through
+// it.
+func RefuseRedirects(c *http.Client) *http.Client {
+	var cp http.Client
+	if c != nil {
+		cp = *c
+	}
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
 }
 
 // Sent returns how many requests reached the network (retries included).
@@ -273,6 +298,11 @@ func retryable(err error) bool {
 // attempt sends the request once within the rate and concurrency limits.
 func (c *Client) attempt(ctx context.Context, r Request, u string, body []byte, out any) (http.Header, time.Duration, error) {
 	if err := c.limiter.Wait(ctx); err != nil {
+		if ctx.Err() == nil {
+			// The limiter refuses a wait that would pass the deadline:
+			// the caller's bound is what ends the call.
+			return nil, 0, fmt.Errorf("%s %s: the rate limit would pass the deadline: %w", r.Method, r.Path, context.DeadlineExceeded)
+		}
 		return nil, 0, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
 	select {
@@ -315,19 +345,31 @@ func (c *Client) attempt(ctx context.Context, r Request, u string, body []byte, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s %s: %w: read answer: %s", r.Method, r.Path, ErrUnavailable, c.scrub(err.Error()))
 	}
+	// Rule "no provider byte carries our credential onward": the answer
+	// is scrubbed before anything decodes it, so an id, a label, a time
+	// field or a message echoing the key holds "[redacted]" instead, and
+	// so does every error or view made from it.
+	data = c.opts.Secret.ScrubBytes(data)
+	header := c.scrubHeader(resp.Header)
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Where it points is provider text: not quoted.
+		return nil, 0, fmt.Errorf("%s %s: %d: %w", r.Method, r.Path, resp.StatusCode, ErrRedirect)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, retryAfter(resp.Header.Get("Retry-After"), c.opts.Now()),
+		return nil, retryAfter(header.Get("Retry-After"), c.opts.Now()),
 			&StatusError{Method: r.Method, Path: r.Path, Status: resp.StatusCode, Message: c.message(data)}
 	}
 	if out != nil && len(bytes.TrimSpace(data)) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return nil, 0, fmt.Errorf("%s %s: decode answer: %w", r.Method, r.Path, err)
+			// A decode error quotes what it could not read: scrubbed.
+			return nil, 0, fmt.Errorf("%s %s: decode answer: %s", r.Method, r.Path, c.scrub(err.Error()))
 		}
 	}
-	return resp.Header, 0, nil
+	return header, 0, nil
 }
 
-// message extracts a short provider message from an error body.
+// message extracts a short provider message from an error body (already
+// scrubbed as it arrived; Quote scrubs again, then cuts).
 func (c *Client) message(data []byte) string {
 	var e struct {
 		Message string `json:"message"`
@@ -338,19 +380,24 @@ func (c *Client) message(data []byte) string {
 		msg = strings.TrimSpace(e.Message + " " + e.Error)
 	}
 	if msg == "" {
-		msg = strings.TrimSpace(string(data))
+		msg = string(data)
 	}
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
-	return c.scrub(msg)
+	return Quote(c.opts.Secret, []byte(msg))
 }
 
-func (c *Client) scrub(s string) string {
-	if v := c.opts.Secret.Reveal(); len(v) >= 4 {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+func (c *Client) scrub(s string) string { return c.opts.Secret.Scrub(s) }
+
+// scrubHeader is a copy of h scrubbed of the secret (cursors and
+// Retry-After travel in headers, and a hostile provider may echo the key
+// there).
+func (c *Client) scrubHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		for _, v := range vs {
+			out[k] = append(out[k], c.scrub(v))
+		}
 	}
-	return s
+	return out
 }
 
 // backoff is the wait before retry attempt+1.
@@ -420,24 +467,80 @@ func (c *Client) record(ok bool) {
 	}
 }
 
+// Bounds limit one listing. Rule "a listing ends": a provider's
+// pagination is someone else's code, and one that hands out a fresh
+// next-page token every time, empty pages forever, or items without end
+// must not hold a pass or fill memory. Past a bound the listing fails
+// (ErrUnbounded): an incomplete listing is never used, as it cannot tell
+// what is gone. Time is bounded by the caller's context (the source's
+// list_timeout).
+type Bounds struct {
+	// MaxPages is the most pages one listing fetches. Default
+	// DefaultMaxPages.
+	MaxPages int
+	// MaxItems is the most in-scope items one listing keeps. Default
+	// DefaultMaxItems.
+	MaxItems int
+	// MaxEmptyPages is the most pages in a row without a single item
+	// that still name a next page. Default DefaultMaxEmptyPages.
+	MaxEmptyPages int
+}
+
+// Defaults of Bounds.
+const (
+	DefaultMaxPages      = 2000
+	DefaultMaxItems      = 20000
+	DefaultMaxEmptyPages = 5
+)
+
+// ErrUnbounded is a listing stopped at one of its Bounds.
+var ErrUnbounded = errors.New("the listing does not end")
+
 // Pages fetches every page: fetch gets the cursor of the page to fetch (""
 // for the first) and returns its items and the next cursor ("" at the end).
-// A cursor seen twice is an error rather than an endless loop.
-func Pages[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+// Only the items keep accepts (nil: all) are kept, page by page, so what
+// is out of scope never accumulates (rule "keep only what is in scope
+// while paging"). A cursor seen twice, and a listing past its Bounds, are
+// errors rather than an endless loop.
+func Pages[T any](ctx context.Context, b Bounds, keep func(T) bool, fetch func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	maxPages, maxItems, maxEmpty := cmp.Or(b.MaxPages, DefaultMaxPages), cmp.Or(b.MaxItems, DefaultMaxItems), cmp.Or(b.MaxEmptyPages, DefaultMaxEmptyPages)
 	var all []T
 	seen := map[string]bool{}
 	cursor := ""
-	for {
+	empty := 0
+	for pages := 1; ; pages++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("list: after %d pages: %w", pages-1, err)
+		}
 		items, next, err := fetch(ctx, cursor)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, items...)
+		for _, it := range items {
+			if keep == nil || keep(it) {
+				all = append(all, it)
+			}
+		}
+		if len(all) > maxItems {
+			return nil, fmt.Errorf("list: more than %d items in scope: %w", maxItems, ErrUnbounded)
+		}
 		if next == "" {
 			return all, nil
 		}
+		if len(items) == 0 {
+			empty++
+			if empty >= maxEmpty {
+				return nil, fmt.Errorf("list: %d empty pages in a row, each naming another: %w", empty, ErrUnbounded)
+			}
+		} else {
+			empty = 0
+		}
+		if pages >= maxPages {
+			return nil, fmt.Errorf("list: still a next page after %d pages: %w", pages, ErrUnbounded)
+		}
 		if seen[next] {
-			return nil, fmt.Errorf("list: the provider returned cursor %q twice", next)
+			// The cursor is provider text: not quoted.
+			return nil, errors.New("list: the provider returned the same next-page cursor twice")
 		}
 		seen[next] = true
 		cursor = next

@@ -216,7 +216,7 @@ func TestSecretNeverPrints(t *testing.T) {
 }
 
 func TestPagesRefusesARepeatedCursor(t *testing.T) {
-	_, err := remote.Pages(context.Background(), func(_ context.Context, c string) ([]int, string, error) {
+	_, err := remote.Pages(context.Background(), remote.Bounds{}, nil, func(_ context.Context, c string) ([]int, string, error) {
 		return []int{1}, "same", nil
 	})
 	if err == nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,6 +149,33 @@ func (p pendingStore) LastActivity(ctx context.Context, k ledger.Key) (time.Time
 		return u, nil
 	}
 	return t, err
+}
+
+// RuntimeStatesIn and ActivityTimesIn make the store a
+// ledger.ScopedReader when the ledger is one (a fleet's).
+func (p pendingStore) RuntimeStatesIn(ctx context.Context, sources []string) (map[ledger.Key]string, error) {
+	sr, ok := p.Store.(ledger.ScopedReader)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sr.RuntimeStatesIn(ctx, sources)
+}
+
+func (p pendingStore) ActivityTimesIn(ctx context.Context, sources []string) (map[ledger.Key]time.Time, error) {
+	sr, ok := p.Store.(ledger.ScopedReader)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	m, err := sr.ActivityTimesIn(ctx, sources)
+	if err != nil {
+		return m, err
+	}
+	for k, t := range p.buf.all() {
+		if slices.Contains(sources, k.Source) && t.After(m[k]) {
+			m[k] = t
+		}
+	}
+	return m, nil
 }
 
 func (p pendingStore) ActivityTimes(ctx context.Context) (map[ledger.Key]time.Time, error) {

@@ -49,6 +49,11 @@ func (a *api) GetStatus(w http.ResponseWriter, r *http.Request) {
 	answer(w, http.StatusOK, st, err)
 }
 
+func (a *api) GetUsage(w http.ResponseWriter, r *http.Request, p openapi.GetUsageParams) {
+	u, err := a.d.app.Usage(r.Context(), ops.UsageQuery{Since: p.Since, Path: p.Path, Points: p.Points})
+	answer(w, http.StatusOK, u, err)
+}
+
 func (a *api) ListRuntimes(w http.ResponseWriter, r *http.Request, p openapi.ListRuntimesParams) {
 	limit := p.Limit
 	if limit == 0 {
@@ -65,6 +70,11 @@ func (a *api) GetRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID, 
 	answer(w, http.StatusOK, rt, err)
 }
 
+func (a *api) ExplainRuntime(w http.ResponseWriter, r *http.Request, id openapi.ID, p openapi.ExplainRuntimeParams) {
+	ex, err := a.d.app.Explain(r.Context(), ref(id, p.Backend, p.Source))
+	answer(w, http.StatusOK, ex, err)
+}
+
 func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 	data, err := readBody(w, r, maxBody)
 	if err != nil {
@@ -77,7 +87,8 @@ func (a *api) RegisterRuntime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt, err := a.d.app.Register(r.Context(), ops.Registration{Backend: reg.Backend, Source: reg.Source, ID: reg.Id,
-		Home: reg.Home, Workspaces: reg.Workspaces, Labels: reg.Labels, Conversations: reg.Conversations})
+		Home: reg.Home, Workspaces: reg.Workspaces, Labels: reg.Labels, Conversations: reg.Conversations,
+		AgentServerURL: reg.AgentServerUrl})
 	answer(w, http.StatusOK, rt, err)
 }
 
@@ -120,11 +131,11 @@ func (a *api) ReportActivityBatch(w http.ResponseWriter, r *http.Request) {
 	for i, rep := range batch.Reports {
 		reports[i] = ops.ActivityReport{Backend: rep.Backend, Source: rep.Source, ID: rep.Id, At: rep.At}
 	}
-	n, err := a.d.app.ReportActivityBatch(r.Context(), reports)
+	ans, err := a.d.app.ReportActivityBatch(r.Context(), reports)
 	if err == nil {
-		a.d.metrics.activity.Add(float64(n))
+		a.d.metrics.activity.Add(float64(ans.Accepted))
 	}
-	answer(w, http.StatusOK, views.ActivityAccepted{Accepted: n}, err)
+	answer(w, http.StatusOK, ans, err)
 }
 
 func (a *api) TakeHold(w http.ResponseWriter, r *http.Request, id openapi.ID, p openapi.TakeHoldParams) {

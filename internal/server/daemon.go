@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -92,9 +93,11 @@ type Daemon struct {
 	stateDir string
 	clock    clock.Clock
 
-	app  *ops.App
-	raw  *sqlite.Store
-	acts *activityBuffer
+	app *ops.App
+	raw ledger.Store
+	// fleet is set when the ledger is PostgreSQL ([ledger] url).
+	fleet *fleetRole
+	acts  *activityBuffer
 	// bg counts background work that uses the ledger (a provider sync
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
@@ -149,10 +152,17 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.log = newLogger(opts.Logs, ss.LogFormat, d.level)
 	d.level.Set(parseLevel(ss.LogLevel))
 	if !config.ListenIsLocal(ss.Listen) && ss.TokenFile == "" {
-		return nil, fmt.Errorf("serve: refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)
+		return nil, &config.Error{File: opts.ConfigPath, Key: "server.listen",
+			Msg: fmt.Sprintf("refusing to listen on %s, which is not loopback, without [server] token_file set explicitly", ss.Listen)}
 	}
-	d.raw, err = sqlite.Open(ctx, cfg.Ledger.Path)
-	if err != nil {
+	var fenced ops.Options
+	if cfg.Fleet() {
+		if d.fleet, err = d.openFleet(ctx, cfg); err != nil {
+			return nil, err
+		}
+		d.raw = d.fleet.pg
+		fenced = ops.Options{Lead: d.fleet.lead, Locker: d.fleet.pg, Fencer: d.fleet.pg, Postgres: d.fleet.pg}
+	} else if d.raw, err = sqlite.Open(ctx, cfg.Ledger.Path); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	d.acts = newActivityBuffer(d.raw, d.clock)
@@ -165,7 +175,8 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cur = s
 	d.app, err = ops.Open(ctx, ops.Options{Config: cfg, Store: pendingStore{Store: d.raw, buf: d.acts},
 		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.recordActivity,
-		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh})
+		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh, SampleUsage: true,
+		Lead: fenced.Lead, Locker: fenced.Locker, Fencer: fenced.Fencer, Postgres: fenced.Postgres})
 	if err != nil {
 		d.closeSetup(s)
 		d.raw.Close()
@@ -220,7 +231,11 @@ func (d *Daemon) build(cfg *config.Config) (*setup, error) {
 	s.token = sha256.Sum256(tok)
 	var hooks []notify.Hook
 	for _, n := range cfg.Notify {
-		hooks = append(hooks, notify.Hook{URL: n.URL, Events: n.Events, Secret: n.Secret})
+		secret, header, err := n.Secrets()
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, notify.Hook{URL: n.URL, Events: n.Events, Secret: secret, Header: n.Header, HeaderValue: header})
 	}
 	no := d.opts.Notify
 	no.Record = d.recordDelivery
@@ -242,7 +257,8 @@ func (d *Daemon) App() *ops.App { return d.app }
 
 // loadToken reads the token file, or makes the default one at first start.
 func (d *Daemon) loadToken(path string) ([]byte, error) {
-	if path == "" {
+	explicit := path != ""
+	if !explicit {
 		path = d.TokenFile()
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("make token: %w", err)
@@ -264,10 +280,19 @@ func (d *Daemon) loadToken(path string) ([]byte, error) {
 		}
 	}
 	data, err := os.ReadFile(path)
+	if err != nil && explicit && errors.Is(err, fs.ErrNotExist) {
+		return nil, d.tokenError(path + " does not exist; " + makeTokenHint(path))
+	}
+	if err != nil && explicit {
+		return nil, d.tokenError(fmt.Sprintf("cannot read it: %v", err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read token: %w", err)
 	}
 	tok := strings.TrimSpace(string(data))
+	if len(tok) < 16 && explicit {
+		return nil, d.tokenError(path + " holds a token shorter than 16 characters; " + makeTokenHint(path))
+	}
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("read token %s: shorter than 16 characters", path)
 	}
@@ -275,6 +300,17 @@ func (d *Daemon) loadToken(path string) ([]byte, error) {
 		d.log.Warn("the token file can be read by others; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return []byte(tok), nil
+}
+
+// tokenError is a problem with an explicit [server] token_file: the
+// configuration's (exit 2), so the operator fixes the file, not the host.
+func (d *Daemon) tokenError(msg string) error {
+	return &config.Error{File: d.opts.ConfigPath, Key: "server.token_file", Msg: msg}
+}
+
+// makeTokenHint says how to make a token file at path.
+func makeTokenHint(path string) string {
+	return fmt.Sprintf("make one with `(umask 077; head -c 32 /dev/urandom | base64 > %s)`, or leave token_file unset to have one made in the state folder", path)
 }
 
 // watchCtx is Serve's context once it runs, else nil.
@@ -357,6 +393,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); d.loop(runCtx) }()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
+	// The elector outlives the loop: a stopping leader finishes the
+	// action in flight under its term, then resigns, and a follower
+	// takes over at once.
+	electCtx, stopElector := context.WithCancel(context.Background())
+	defer stopElector()
+	var fleetWG sync.WaitGroup
+	if d.fleet != nil {
+		fleetWG.Go(func() { d.fleet.elector.Run(electCtx) })
+		fleetWG.Go(func() { d.heartbeats(electCtx) })
+	}
 
 	var serveErr error
 	select {
@@ -377,6 +423,8 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.bg.Wait()
+	stopElector()
+	fleetWG.Wait()
 	cancelActs()
 	<-actsDone
 	// No request is in flight any more: every acknowledged report is in

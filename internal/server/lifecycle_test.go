@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +94,25 @@ func TestRegistrationsAndOrphans(t *testing.T) {
 	}
 	if exists(filepath.Join(runs, "shared")) {
 		t.Fatal("released runtime still there")
+	}
+	// The journal says what caused the removal: the last conversation
+	// letting go, not a person's request.
+	const why = "released: conversation c2, the last that owned it, let go"
+	j, err := h.api.GetJournalWithResponse(h.ctx(), &openapi.GetJournalParams{Runtime: "shared"})
+	if err != nil || j.JSON200 == nil {
+		t.Fatalf("journal: %v %s", err, body(j))
+	}
+	var removals []string
+	for _, e := range j.JSON200.Entries {
+		if e.Step == "archive" || e.Step == "delete" {
+			removals = append(removals, e.Step+": "+e.Reason)
+			if e.Reason != why {
+				t.Errorf("journaled %s with reason %q, want %q", e.Step, e.Reason, why)
+			}
+		}
+	}
+	if len(removals) == 0 {
+		t.Fatalf("the removal is not journaled: %+v", j.JSON200.Entries)
 	}
 }
 
@@ -242,7 +261,8 @@ func TestNoticesAndMetrics(t *testing.T) {
 		data, _ := io.ReadAll(r.Body)
 		var ev notify.Event
 		_ = json.Unmarshal(data, &ev)
-		events <- got{ev, hmac.Equal([]byte(r.Header.Get(notify.SignatureHeader)), []byte(notify.Sign("k3y", data)))}
+		_, err := notify.Verify("k3y", r.Header, data, time.Now(), time.Hour)
+		events <- got{ev, err == nil}
 	}))
 	defer hook.Close()
 	dir, _, _ := retentionSetup(t, 1, "")
@@ -435,5 +455,122 @@ func TestReloadRefusesToDropEverythingOrMoveTheArchives(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "refusing to reload") {
 		t.Errorf("the refusal is not logged:\n%s", h.logs.String())
+	}
+}
+
+// TestRegisteredAgentServerURL: a host registers its runtime's agent-server
+// with it; the ledger keeps it for the idle clock, a later registration
+// without one keeps it, and a URL the clock would not read is refused.
+func TestRegisteredAgentServerURL(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", AgentServerUrl: "http://127.0.0.1:8000"}); status(r) != 200 {
+		t.Fatalf("register: %s", body(r))
+	}
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", Conversations: []string{"c1"}}); status(r) != 200 {
+		t.Fatalf("register again: %s", body(r))
+	}
+	recs, err := h.d.App().Store().ListRuntimes(h.ctx(), ledger.RuntimeFilter{Backend: "dir"})
+	if err != nil || len(recs) != 1 || recs[0].AgentServerURL != "http://127.0.0.1:8000" {
+		t.Fatalf("recorded: %+v %v", recs, err)
+	}
+	for _, bad := range []string{"ftp://x", "http://user:pw@127.0.0.1:8000", "http://127.0.0.1:8000/?k=v", "not a url"} {
+		if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "dir", Id: "r1", AgentServerUrl: bad}); status(r) != 400 {
+			t.Errorf("%q: %s", bad, body(r))
+		}
+	}
+}
+
+// holding is a source's backend holding a client (a watch cache, a
+// connection): it counts its closes.
+type holding struct {
+	backend.Backend
+	closed *atomic.Int32
+}
+
+func (h holding) Unwrap() backend.Backend { return h.Backend }
+func (h holding) Close() error            { h.closed.Add(1); return nil }
+
+// TestReloadAndStopCloseTheSources: a reload closes the sources it
+// replaces (their watch caches, connections), once each, and the daemon's
+// stop closes those in force.
+func TestReloadAndStopCloseTheSources(t *testing.T) {
+	dir := t.TempDir()
+	runs := runFolders(t, dir, "r1")
+	cfg := writeConfig(t, dir, "", "[[dirs]]\nroot = \""+runs+"\"\n")
+	var built []*atomic.Int32
+	var mu sync.Mutex
+	wrap := func(srcs []engine.Source) []engine.Source {
+		mu.Lock()
+		defer mu.Unlock()
+		n := new(atomic.Int32)
+		built = append(built, n)
+		for i := range srcs {
+			srcs[i].Backend = holding{srcs[i].Backend, n}
+		}
+		return srcs
+	}
+	h := startDaemon(t, dir, cfg, server.Options{WrapSources: wrap})
+	h.waitStartPass()
+	data, _ := os.ReadFile(cfg)
+	testtree.Write(t, cfg, string(data)+"retention = \"7d\"\n")
+	if err := h.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(built) != 2 || built[0].Load() != 1 || built[1].Load() != 0 {
+		t.Fatalf("after a reload: %d setups, closes %v", len(built), closes(built))
+	}
+	mu.Unlock()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if built[0].Load() != 1 || built[1].Load() != 1 {
+		t.Fatalf("after the stop: closes %v", closes(built))
+	}
+}
+
+func closes(ns []*atomic.Int32) []int32 {
+	out := make([]int32, len(ns))
+	for i, n := range ns {
+		out[i] = n.Load()
+	}
+	return out
+}
+
+// TestCloudflareRuntimesAreTheRegisteredNames: the bridge has no list, so
+// a [[cloudflare]] source's runtimes are the names hosts registered
+// through the API; an instance of the account nobody registered is never
+// listed, and the Containers API gives the registered one's state.
+func TestCloudflareRuntimesAreTheRegisteredNames(t *testing.T) {
+	dir := t.TempDir()
+	f := fakes.NewCloudflare(t, "cf-bridge-key-0123456789", "cf-api-token-0123456789", "acc-1", time.Now)
+	now := time.Now()
+	f.Add(fakes.CloudflareSandbox{Name: "sb-mine", Awake: true, StartedAt: now.Add(-time.Minute), StateAt: now.Add(-time.Minute)})
+	f.Add(fakes.CloudflareSandbox{Name: "sb-theirs", Awake: true, StartedAt: now.Add(-time.Minute), StateAt: now.Add(-time.Minute)})
+	t.Setenv("SANDBOX_API_KEY", "cf-bridge-key-0123456789")
+	t.Setenv("CLOUDFLARE_API_TOKEN", "cf-api-token-0123456789")
+	cfg := writeConfig(t, dir, "", "[[cloudflare]]\nendpoint = \""+f.BridgeURL+"\"\napi_endpoint = \""+f.APIURL+
+		"\"\naccount_id = \"acc-1\"\napplication = \"sandbox\"\n")
+	h := startDaemon(t, dir, cfg, server.Options{})
+	if r, _ := h.api.RegisterRuntimeWithResponse(h.ctx(), openapi.Registration{Backend: "cloudflare", Id: "sb-mine", Conversations: []string{"c1"}}); status(r) != 200 {
+		t.Fatalf("register: %s", body(r))
+	}
+	p := h.pass(openapi.PassRequest{})
+	if len(p.Plan.Problems) != 0 {
+		t.Fatalf("problems: %+v", p.Plan.Problems)
+	}
+	if rt := h.runtime("sb-mine"); rt.State != "running" || rt.Backend != "cloudflare" {
+		t.Fatalf("sb-mine: %+v", rt)
+	}
+	if resp, _ := h.api.GetRuntimeWithResponse(h.ctx(), "sb-theirs", nil); status(resp) != 404 {
+		t.Fatalf("an unregistered sandbox is known: %s", body(resp))
+	}
+	if n := f.Bridge().Calls("GET /v1/sandbox/{id}/running"); n != 0 {
+		t.Fatalf("%d calls woke sandboxes", n)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -32,35 +33,60 @@ func (d *Daemon) onPass(rep ops.PassReport) {
 		w = nil
 	}
 	d.metrics.observePass(rep.Request.Trigger, rep.Request.DryRun, rep.Took, w, rep.Plan, rep.Applied)
+	d.metrics.board.observe(d.metrics, rep, w, d.app.Config().ServerSettings().Interval, d.clock.Now())
 	if rep.Applied != nil {
 		d.announce(d.setupNow(), rep.Plan, rep.Applied)
 	}
 	if !rep.Request.DryRun {
-		level := d.log.Debug
-		var freed int64
-		failed := 0
-		if rep.Applied != nil {
-			freed = rep.Applied.FreedBytes
-			for _, r := range rep.Applied.Results {
-				if r.Outcome == plan.Failed {
-					failed++
-				}
-			}
-		}
-		if freed > 0 || failed > 0 || rep.Err != nil {
-			level = d.log.Info
-		}
-		planID := ""
-		if rep.Plan != nil {
-			planID = rep.Plan.ID
-		}
-		level("pass", "trigger", rep.Request.Trigger, "plan", planID, "freed_bytes", freed, "failed", failed,
-			"took", rep.Took.Round(time.Millisecond).String(), "err", rep.Err)
+		d.logPass(rep)
 	}
 	if d.dash != nil && !rep.Request.DryRun {
 		d.dash.Publish("pass")
 	}
 	d.event(Event{Kind: "pass", Pass: &rep})
+}
+
+// logPass logs a pass once, whatever it did (a quiet first pass too):
+// its trigger, what it saw, the actions and their outcomes, what it freed
+// and how long it took; an error only when there was one.
+func (d *Daemon) logPass(rep ops.PassReport) {
+	attrs := []any{"trigger", rep.Request.Trigger}
+	if rep.Plan != nil {
+		attrs = append(attrs, "plan", rep.Plan.ID)
+	}
+	if rep.World != nil {
+		attrs = append(attrs, "seen", len(rep.World.Runtimes))
+	}
+	var actions, done, failed int
+	var freed int64
+	if res := rep.Applied; res != nil {
+		actions, freed = len(res.Results), res.FreedBytes
+		for _, r := range res.Results {
+			switch r.Outcome {
+			case plan.Done:
+				done++
+			case plan.Failed:
+				failed++
+			}
+		}
+	}
+	attrs = append(attrs, "actions", actions, "done", done, "failed", failed, "freed_bytes", freed)
+	if rep.Plan != nil && len(rep.Plan.Problems) > 0 {
+		attrs = append(attrs, "problems", len(rep.Plan.Problems))
+	}
+	attrs = append(attrs, "took", rep.Took.Round(time.Millisecond).String())
+	level := d.log.Info
+	switch {
+	case rep.Err != nil && (errors.Is(rep.Err, context.Canceled) || errors.Is(rep.Err, ops.ErrShuttingDown)):
+		attrs = append(attrs, "err", rep.Err)
+		level = d.log.Warn // a stop cut it short
+	case rep.Err != nil:
+		attrs = append(attrs, "err", rep.Err)
+		level = d.log.Error
+	case failed > 0:
+		level = d.log.Warn
+	}
+	level("pass", attrs...)
 }
 
 // announce sends the notices of an applied pass.
@@ -97,10 +123,15 @@ func howToCancel(k backend.Key) string {
 // recordDelivery journals each webhook delivery and counts it.
 func (d *Daemon) recordDelivery(del notify.Delivery) {
 	result := ledger.ResultDone
+	// del.URL is redacted and del.Err quotes no credential (notify's
+	// contract): the journal, readable through /v1/journal, holds none.
 	reason := fmt.Sprintf("%s notice to %s", del.Event.Event, del.URL)
+	if del.ID != "" {
+		reason += " (delivery " + del.ID + ")"
+	}
 	if del.Err != nil {
 		result, reason = ledger.ResultFailed, reason+": "+del.Err.Error()
-		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "attempts", del.Attempts, "err", del.Err)
+		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "delivery", del.ID, "attempts", del.Attempts, "err", del.Err)
 	}
 	d.metrics.notices.WithLabelValues(del.Event.Event, result).Inc()
 	defer d.event(Event{Kind: "delivery", Err: del.Err})
@@ -142,8 +173,16 @@ func (d *Daemon) loop(ctx context.Context) {
 }
 
 func (d *Daemon) runScheduled(ctx context.Context, trigger string) {
-	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil {
-		d.log.Error("pass", "trigger", trigger, "err", err)
+	if d.ledgerDown() {
+		d.log.Warn("pass skipped: the ledger (PostgreSQL) does not answer", "trigger", trigger)
+		return
+	}
+	d.recoverLeaderEntries(ctx)
+	// The pass logs itself (logPass); a pass that could not start (one
+	// already running, a stop) is not a pass.
+	if _, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: trigger}); err != nil && ctx.Err() == nil &&
+		(errors.Is(err, backend.ErrBusy) || errors.Is(err, ops.ErrShuttingDown)) {
+		d.log.Warn("pass not run", "trigger", trigger, "err", err)
 	}
 	d.syncNative(ctx)
 	// Expired holds protect nothing; a day of them is kept for reading.
@@ -218,9 +257,10 @@ func (d *Daemon) watch(ctx context.Context) {
 				break drain
 			}
 		}
+		// The pass logs itself (logPass).
 		_, _, err := d.app.Pass(ctx, ops.PassRequest{Trigger: "watch", Only: keys, Steps: []backend.Step{backend.StepCaches}})
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("pass after a change", "runtimes", len(keys), "err", err)
+		if err != nil && ctx.Err() == nil && errors.Is(err, ops.ErrShuttingDown) {
+			d.log.Debug("pass after a change not run", "runtimes", len(keys), "err", err)
 		}
 	}
 }
@@ -346,6 +386,11 @@ func configChanges(a, b *config.Config) []string {
 			if strings.Contains(strings.ToLower(k), "secret") || strings.Contains(k, "token") {
 				va, vb = "(hidden)", "(hidden)"
 			}
+			if k == "ledger.url" {
+				va, vb = config.RedactURL(va), config.RedactURL(vb)
+			}
+			// Rule "no configuration message quotes a credential".
+			va, vb = config.RedactCredentials(va), config.RedactCredentials(vb)
 			out = append(out, fmt.Sprintf("%s: %s → %s", k, orNone(va), orNone(vb)))
 		}
 	}

@@ -30,6 +30,12 @@ type metrics struct {
 	holdsTaken     prometheus.Counter
 	notices        *prometheus.CounterVec
 	requestLatency *prometheus.HistogramVec
+	// In a fleet: whether this replica leads, and how often who leads
+	// changed as this replica saw it.
+	leader        prometheus.Gauge
+	leaderChanges prometheus.Counter
+	// board: the series of the Grafana board and the alerts (metrics_board.go).
+	board *boardMetrics
 }
 
 func newMetrics(activeHolds func() float64) *metrics {
@@ -59,10 +65,15 @@ func newMetrics(activeHolds func() float64) *metrics {
 		requestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "reclaimer_http_request_duration_seconds", Help: "API request latency, by route and status.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10}}, []string{"route", "code"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reclaimer_leader", Help: "1 while this replica leads the fleet's remote sources, else 0."}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "reclaimer_leader_changes_total", Help: "Changes of the fleet's leader seen by this replica (its own terms included)."}),
 	}
 	m.reg.MustRegister(m.passDuration, m.freed, m.failed, m.runtimes, m.usage, m.problems, m.listed, m.activity, m.holdsTaken, m.notices,
-		m.requestLatency,
+		m.requestLatency, m.leader, m.leaderChanges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "reclaimer_holds_active", Help: "Holds in force now."}, activeHolds))
+	m.board = newBoardMetrics(m.reg)
 	return m
 }
 

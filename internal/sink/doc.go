@@ -23,6 +23,9 @@
 //     missing object succeeds, so removal is idempotent.
 //   - Check tells, before anything is written, whether the sink can be
 //     used: the folder can be created, the bucket is reachable and exists.
+//   - Every S3 request is bounded by progress, not only per call (rule "a
+//     transfer that does not move ends"): it must move StallBytes in every
+//     StallTimeout, sent or received, or it fails wrapping ErrStalled.
 //
 // Errors are wrapped as "verb object NAME: %w" and name the sink (its URL),
 // so a failed pass says where it could not write. All methods are safe for

@@ -37,6 +37,12 @@ type S3Options struct {
 	MaxRetries int
 	// Transport, when set, replaces the HTTP transport (tests).
 	Transport http.RoundTripper
+	// StallTimeout and StallBytes are the stall detector (stallTransport):
+	// every request must move StallBytes in every StallTimeout, or it
+	// fails with ErrStalled. Defaults DefaultStallTimeout and
+	// DefaultStallBytes.
+	StallTimeout time.Duration
+	StallBytes   int64
 }
 
 // DefaultPartSize is the default S3Options.PartSize.
@@ -79,8 +85,23 @@ func NewS3(opts S3Options) (*S3, error) {
 			return nil, fmt.Errorf("s3 sink: prefix: %w", err)
 		}
 	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
+	if opts.StallBytes <= 0 {
+		opts.StallBytes = DefaultStallBytes
+	}
+	rt := opts.Transport
+	if rt == nil {
+		if rt, err = minio.DefaultTransport(secure); err != nil {
+			return nil, fmt.Errorf("s3 sink: %w", err)
+		}
+	}
+	// Upload, read-back, removal and the bucket check all go through the
+	// stall detector: bounded by progress, not only per call.
+	rt = &stallTransport{rt: rt, window: opts.StallTimeout, minBytes: opts.StallBytes}
 	client, err := minio.New(host, &minio.Options{
-		Creds: creds, Secure: secure, Region: opts.Region, Transport: opts.Transport,
+		Creds: creds, Secure: secure, Region: opts.Region, Transport: rt,
 		MaxRetries: opts.MaxRetries, BucketLookup: minio.BucketLookupPath,
 	})
 	if err != nil {

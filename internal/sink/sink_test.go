@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/sink"
 	"github.com/reclaimer/reclaimer/internal/testtree"
@@ -201,4 +202,59 @@ func TestS3Credentials(t *testing.T) {
 			t.Errorf("endpoint %q accepted", ep)
 		}
 	}
+}
+
+// TestS3StallDetector: rule "a transfer that does not move ends". Through
+// a proxy in front of a real S3 server, an upload the server reads a byte
+// at a time, a read-back trickling a byte at a time, and a removal never
+// answered each fail as stalled within a few windows, and no partial
+// object appears; the same proxy passing bytes through at full speed
+// carries a whole round trip under the same small window.
+func TestS3StallDetector(t *testing.T) {
+	srv := testtree.StartS3(t)
+	srv.MakeBucket(t, "archives")
+	proxy := testtree.StartTrickleProxy(t, srv.Host)
+	s, err := sink.NewS3(sink.S3Options{Endpoint: "http://" + proxy.Host, Bucket: "archives", Prefix: "agents/host1", Region: "us-east-1",
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, PartSize: 5 << 20, MaxRetries: 1,
+		StallTimeout: 400 * time.Millisecond, StallBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, s) // no false alarm at full speed
+	ctx := context.Background()
+	stalled := func(what string, err error, start time.Time) {
+		t.Helper()
+		if err == nil || !(errors.Is(err, sink.ErrStalled) || strings.Contains(err.Error(), sink.ErrStalled.Error())) {
+			t.Fatalf("%s: %v, want stalled", what, err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("%s took %s", what, took)
+		}
+	}
+
+	proxy.Mode(testtree.TrickleUp)
+	start := time.Now()
+	_, err = s.Put(ctx, "a/up.tar.zst", bytes.NewReader(randomBytes(t, 1<<20)))
+	stalled("an upload read a byte at a time", err, start)
+	proxy.Mode(testtree.PassThrough)
+	if _, err := s.Open(ctx, "a/up.tar.zst"); !errors.Is(err, sink.ErrNotFound) {
+		t.Fatalf("after a stalled upload: %v, want ErrNotFound", err)
+	}
+
+	data := randomBytes(t, 256<<10)
+	if _, err := s.Put(ctx, "a/down.tar.zst", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Mode(testtree.TrickleDown)
+	start = time.Now()
+	r, err := s.Open(ctx, "a/down.tar.zst")
+	if err == nil {
+		_, err = io.ReadAll(r)
+		r.Close()
+	}
+	stalled("a read-back trickling a byte at a time", err, start)
+
+	proxy.Mode(testtree.HoldAnswers)
+	start = time.Now()
+	stalled("a removal never answered", s.Remove(ctx, "a/down.tar.zst"), start)
 }

@@ -1,10 +1,15 @@
 package sources
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/config"
 	"github.com/reclaimer/reclaimer/internal/dockerclient"
 	"github.com/reclaimer/reclaimer/internal/engine"
@@ -18,31 +23,90 @@ type Env struct {
 	Git gitcmd.Runner
 	// StateDir is the state folder (the ledger's): caches go below it.
 	StateDir string
+	// Registered lists the IDs hosts registered (POST /v1/runtimes) for
+	// the source named source, of backend backendName, and that are still
+	// there: the runtimes of a backend that cannot list its provider
+	// (cloudflare). Nil without a ledger: such a source then fails to
+	// list, saying so.
+	Registered func(ctx context.Context, source, backendName string) ([]string, error)
 
 	docker map[string]*dockerclient.Client // one client per Engine address
+	source string                          // the name of the source being built
+}
+
+// Options are what Build may use besides the configuration.
+type Options struct {
+	// Registered: see Env.Registered.
+	Registered func(ctx context.Context, source, backendName string) ([]string, error)
 }
 
 // Build returns one engine source per source table of cfg, in the order
 // of the registry, then of the file: its stable name, its label, its
 // backend, its effective policy and its listing bound.
-func Build(cfg *config.Config) ([]engine.Source, error) {
+func Build(cfg *config.Config) ([]engine.Source, error) { return BuildWith(cfg, Options{}) }
+
+// BuildWith is Build with opts. Close the sources it returns when they
+// are replaced or no longer used (Close): some hold clients (watch
+// caches, connections).
+func BuildWith(cfg *config.Config, opts Options) ([]engine.Source, error) {
 	env := &Env{Config: cfg, Git: gitcmd.Runner{Timeout: 60 * time.Second}, StateDir: filepath.Dir(cfg.Ledger.Path),
-		docker: map[string]*dockerclient.Client{}}
+		Registered: opts.Registered, docker: map[string]*dockerclient.Client{}}
 	var out []engine.Source
 	for _, src := range cfg.Sources {
 		k, ok := KindOf(src.Kind)
 		if !ok {
+			Close(out)
 			return nil, fmt.Errorf("%s: no kind of source %q is registered", src.Key(), src.Kind)
 		}
+		env.source = src.Name()
 		b, err := k.Build(env, src.Table)
 		if err != nil {
+			Close(out)
 			return nil, fmt.Errorf("%s: %w", src.Label(), err)
 		}
-		out = append(out, engine.Source{Name: src.Name(), Label: src.Label(), Kind: src.Kind, Backend: b,
-			Settings: cfg.PolicyFor(src.Table), ListTimeout: src.ListTimeout()})
+		name := src.Name()
+		if cfg.Fleet() && k.Local {
+			// This replica's own: two hosts' [[dirs]] of one root are
+			// two sources, whose runtimes never share a key.
+			name = LocalName(cfg.ReplicaName(), name)
+		}
+		out = append(out, engine.Source{Name: name, Label: src.Label(), Kind: src.Kind, Backend: b,
+			Settings: cfg.PolicyFor(src.Table), ListTimeout: src.ListTimeout(), Shared: !k.Local})
 	}
 	return out, nil
 }
+
+// LocalName is the name of a fleet replica's local source: the replica's
+// name, a slash, the source's own name ("host-a/dirs:/srv/runs").
+func LocalName(replica, source string) string { return replica + "/" + source }
+
+// ReplicaOf returns the replica a local source's name carries, if any.
+func ReplicaOf(source string) (string, bool) {
+	r, rest, ok := strings.Cut(source, "/")
+	if !ok || r == "" || strings.Contains(r, ":") || rest == "" {
+		return "", false
+	}
+	return r, true
+}
+
+// Close closes what the sources' backends hold (a Kubernetes backend's
+// watch caches, a Modal backend's connection): every backend that is an
+// io.Closer, looking through decorators. The daemon's reload and every
+// App's Close call it for the sources they replace or end.
+func Close(srcs []engine.Source) error {
+	var errs []error
+	for _, s := range srcs {
+		if c, ok := backend.As[io.Closer](s.Backend); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s: %w", s.Label, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sourceName is the stable name of the source being built.
+func (e *Env) sourceName(config.Table) string { return e.source }
 
 // dockerClient returns the client of an Engine address, made once.
 func (e *Env) dockerClient(host string) (*dockerclient.Client, error) {

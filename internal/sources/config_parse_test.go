@@ -1,9 +1,12 @@
 package sources
 
 import (
+	"slices"
+
 	"errors"
 	"fmt"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/ignored"
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"io/fs"
 	"os"
@@ -25,6 +28,8 @@ func TestLoadExample(t *testing.T) {
 	}
 	wantPolicy := config.PolicyOverrides{
 		CacheDirs:      []string{".cache", ".npm", ".cargo/registry"},
+		Rebuildable:    []string{"defaults", "elm-stuff", ".terraform"},
+		Keep:           []string{"defaults", "*.sqlite3", "*.age"},
 		DiskHigh:       ptr[config.Fraction](0.85),
 		DiskLow:        ptr[config.Fraction](0.80),
 		Retention:      ptr(config.Duration(days(14))),
@@ -58,8 +63,10 @@ func TestLoadExample(t *testing.T) {
 	}
 
 	global := policy.Settings{
-		CacheDirs: []string{".cache", ".npm", ".cargo/registry"},
-		DiskHigh:  0.85, DiskLow: 0.80,
+		CacheDirs:   []string{".cache", ".npm", ".cargo/registry"},
+		Rebuildable: append(slices.Clone(ignored.DefaultRebuildable), "elm-stuff", ".terraform"),
+		Keep:        append(slices.Clone(ignored.DefaultKeep), "*.sqlite3", "*.age"),
+		DiskHigh:    0.85, DiskLow: 0.80,
 		Retention: days(14), Grace: 36 * time.Hour, IdleSuspend: 20 * time.Minute, MaxLifetime: 12 * time.Hour,
 	}
 	repo := global
@@ -71,11 +78,14 @@ func TestLoadExample(t *testing.T) {
 	dirs.CacheDirs = []string{".cache", ".npm", ".gradle/caches"}
 	dirs.RegisteredOnly = true
 	wantServer := config.ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
-		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second}
+		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second, Name: "host-a", LeaderLease: 15 * time.Second,
+		UsageRetention: 30 * 24 * time.Hour, PassTimeout: 30 * time.Minute}
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}
-	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"}}
+	wantNotify := []config.Notify{{URL: "https://hooks.example.com/reclaimer", Events: []string{"scheduled", "archived", "failed"}, Secret: "change-me"},
+		{URL: "https://alerts.example.com/reclaimer", Events: []string{"failed"}, SecretFile: "/etc/reclaimer/alerts.secret",
+			Header: "Authorization", HeaderFile: "/etc/reclaimer/alerts.auth"}}
 	if !reflect.DeepEqual(c.Notify, wantNotify) {
 		t.Errorf("notify:\n got  %+v\n want %+v", c.Notify, wantNotify)
 	}
@@ -97,7 +107,7 @@ func TestLoadExample(t *testing.T) {
 // dump prints overrides with the pointers followed.
 func dump(o config.PolicyOverrides) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache_dirs=%q", o.CacheDirs)
+	fmt.Fprintf(&b, "cache_dirs=%q rebuildable=%q keep=%q", o.CacheDirs, o.Rebuildable, o.Keep)
 	for _, f := range []struct {
 		name string
 		v    fmt.Stringer

@@ -58,10 +58,17 @@ func TestRemoteSourceErrors(t *testing.T) {
 		{"[[http]]\ntoken_env = \"T\"\n", "http[0]: endpoint is required"},
 		{"[[http]]\nendpoint = \"https://x\"\n", "set token_env or token_file"},
 		{"[[daytona]]\nlabels = { a = \"b\" }\nretention = \"-1d\"\n", "daytona[0].retention"},
+		// Rule "no configuration message quotes a credential": a
+		// malformed endpoint holding a password is quoted redacted.
+		{"[[http]]\ntoken_env = \"T\"\nendpoint = \"https://u:hunter2@[::1/x\"\n", `"https://[redacted]@[::1/x" is not an http(s) URL`},
+		{"[[e2b]]\nmetadata = { a = \"1\" }\nendpoint = \"https://u:hunter2@api.e2b.app?x=1\"\n", "must not hold credentials"},
 	} {
 		_, _, err := loadDoc(t, tt.doc)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: got %v, want %q", tt.doc, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: the message quotes the password: %v", tt.doc, err)
 		}
 	}
 }

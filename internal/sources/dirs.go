@@ -15,7 +15,7 @@ var Dirs = define("dirs", rundir.Name,
 	func(env *Env, t *DirsTable) (backend.Backend, error) {
 		return &rundir.Backend{Root: t.Root, Home: t.Home, Workspaces: t.Workspaces, Git: env.Git,
 			CacheDirs: env.Config.PolicyFor(t).CacheDirs, ProbeDir: filepath.Join(env.StateDir, "cache")}, nil
-	})
+	}).local()
 
 // DirsTable is one [[dirs]] table.
 type DirsTable struct {

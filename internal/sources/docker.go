@@ -20,7 +20,7 @@ var Docker = define("docker", docker.Name,
 		}
 		return &docker.Backend{Client: c, Labels: t.Selector(), Home: t.Home, Workspaces: t.Workspaces,
 			Roots: t.Roots, Git: env.Git}, nil
-	})
+	}).local()
 
 // Label names of the OpenHands presets.
 const (

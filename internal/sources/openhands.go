@@ -28,7 +28,7 @@ var OpenHands = define("openhands", openhands.Name,
 		}
 		return openhands.New(openhands.Options{Layout: l, Client: c, Git: env.Git,
 			CacheDirs: env.Config.PolicyFor(t).CacheDirs, ProbeDir: filepath.Join(env.StateDir, "cache")}), nil
-	})
+	}).local()
 
 // OpenHandsTable is one [[openhands]] table: one agent-server's storage.
 type OpenHandsTable struct {

@@ -17,6 +17,11 @@ var Kinds = []Kind{
 	E2B,
 	Daytona,
 	HTTP,
+	OpenHandsCloud,
+	Modal,
+	Cloudflare,
+	Kubernetes,
+	AgentSandbox,
 }
 
 // Kind is one kind of source: the TOML table (config.Kind: its name and
@@ -34,6 +39,18 @@ type Kind struct {
 	// does not exist yet, or a provider that does not answer, is found out
 	// when the backend lists.
 	Build func(env *Env, t config.Table) (backend.Backend, error)
+	// Local: the kind's runtimes are this host's own (files, its Docker
+	// Engine). In a fleet each replica acts on its own local sources, and
+	// only the leader on the others (engine.Source.Shared): a kind is
+	// shared unless it says otherwise, so a new remote provider is never
+	// acted on by every replica at once.
+	Local bool
+}
+
+// local marks a kind whose runtimes live on this host.
+func (k Kind) local() Kind {
+	k.Local = true
+	return k
 }
 
 // define makes a Kind from a table type and its typed builder.

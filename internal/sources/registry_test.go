@@ -94,7 +94,14 @@ func TestBuildEveryKind(t *testing.T) {
 		tab := c.Sources[i]
 		k, _ := KindOf(tab.Kind)
 		kinds[k.Table] = true
-		if s.Name != tab.Name() || s.Label != tab.Label() || s.Backend.Name() != k.Backend || s.ListTimeout != tab.ListTimeout() {
+		name := tab.Name()
+		if k.Local {
+			name = LocalName("host-a", name) // the example is a fleet's, of replica host-a
+		}
+		if s.Shared == k.Local {
+			t.Errorf("%s: shared %v, local kind %v", tab.Key(), s.Shared, k.Local)
+		}
+		if s.Name != name || s.Label != tab.Label() || s.Backend.Name() != k.Backend || s.ListTimeout != tab.ListTimeout() {
 			t.Errorf("%s: built %+v", tab.Key(), s)
 		}
 		if _, ok := backend.As[backend.Lister](s.Backend); !ok {

@@ -14,7 +14,7 @@ var Worktrees = define("worktrees", worktree.Name,
 	"every linked worktree of one repository (`repo`), or every git worktree up to three levels below a folder (`root`)",
 	func(env *Env, t *WorktreesTable) (backend.Backend, error) {
 		return &worktree.Backend{Repo: t.Repo, Root: t.Root, Git: env.Git}, nil
-	})
+	}).local()
 
 // WorktreesTable is one [[worktrees]] table. Exactly one of Repo and Root
 // is set.

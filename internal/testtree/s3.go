@@ -226,3 +226,101 @@ func (p *CutProxy) serve(client net.Conn, target string) {
 	<-done
 	<-done
 }
+
+// TrickleProxy is a TCP proxy in front of an S3 server that can be told
+// to misbehave on the fly (the mode is read for every chunk, so
+// connections kept alive misbehave too): pass bytes through, trickle
+// what the server sends (one byte per Interval), trickle what the client
+// sends, or hold every answer back.
+type TrickleProxy struct {
+	Host     string
+	Interval time.Duration
+	mode     atomic.Int32
+}
+
+// Modes of a TrickleProxy.
+const (
+	PassThrough int32 = iota
+	TrickleDown       // the server's bytes, one per Interval
+	TrickleUp         // the client's bytes, one per Interval
+	HoldAnswers       // the server's bytes never reach the client
+)
+
+// Mode sets how the proxy behaves from now on.
+func (p *TrickleProxy) Mode(m int32) { p.mode.Store(m) }
+
+// StartTrickleProxy proxies to target (host:port) until the test ends.
+func StartTrickleProxy(tb testing.TB, target string) *TrickleProxy {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(tb, err)
+	p := &TrickleProxy{Host: l.Addr().String(), Interval: 50 * time.Millisecond}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	tb.Cleanup(func() { close(stop); l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				s, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				done := make(chan struct{}, 2)
+				go func() { p.copy(s, c, TrickleUp, stop); s.Close(); c.Close(); done <- struct{}{} }()
+				go func() { p.copy(c, s, TrickleDown, stop); s.Close(); c.Close(); done <- struct{}{} }()
+				<-done
+				<-done
+			}()
+		}
+	}()
+	return p
+}
+
+// copy moves src to dst, trickling when the mode is slow, and holding
+// the server's bytes in HoldAnswers.
+func (p *TrickleProxy) copy(dst, src net.Conn, slow int32, stop <-chan struct{}) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for i := 0; i < n; {
+			m := p.mode.Load()
+			switch {
+			case m == HoldAnswers && slow == TrickleDown:
+				select {
+				case <-stop:
+					return
+				case <-time.After(p.Interval):
+				}
+				continue
+			case m == slow:
+				if _, werr := dst.Write(buf[i : i+1]); werr != nil {
+					return
+				}
+				i++
+				select {
+				case <-stop:
+					return
+				case <-time.After(p.Interval):
+				}
+			default:
+				if _, werr := dst.Write(buf[i:n]); werr != nil {
+					return
+				}
+				i = n
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -24,9 +24,12 @@ var viewTypes = map[string]reflect.Type{
 	"views.SourceStatus":     reflect.TypeFor[views.SourceStatus](),
 	"views.PassSummary":      reflect.TypeFor[views.PassSummary](),
 	"views.Status":           reflect.TypeFor[views.Status](),
+	"views.Fleet":            reflect.TypeFor[views.Fleet](),
+	"views.Replica":          reflect.TypeFor[views.Replica](),
 	"views.Problem":          reflect.TypeFor[views.Problem](),
 	"views.Release":          reflect.TypeFor[views.Release](),
 	"views.ActivityAccepted": reflect.TypeFor[views.ActivityAccepted](),
+	"views.ActivityRef":      reflect.TypeFor[views.ActivityRef](),
 	"views.Hold":             reflect.TypeFor[views.Hold](),
 	"views.Lease":            reflect.TypeFor[views.Lease](),
 	"views.Marked":           reflect.TypeFor[views.Marked](),
@@ -47,6 +50,15 @@ var viewTypes = map[string]reflect.Type{
 	"views.PruneApplied":     reflect.TypeFor[views.PruneApplied](),
 	"views.Prune":            reflect.TypeFor[views.Prune](),
 	"views.NativeReport":     reflect.TypeFor[views.NativeReport](),
+	"views.Explain":          reflect.TypeFor[views.Explain](),
+	"views.Forecast":         reflect.TypeFor[views.Forecast](),
+	"views.UsageHistory":     reflect.TypeFor[views.UsageHistory](),
+	"views.UsageSeries":      reflect.TypeFor[views.UsageSeries](),
+	"views.UsagePoint":       reflect.TypeFor[views.UsagePoint](),
+	"views.Observation":      reflect.TypeFor[views.Observation](),
+	"views.Verdict":          reflect.TypeFor[views.Verdict](),
+	"views.NextPass":         reflect.TypeFor[views.NextPass](),
+	"views.NextStep":         reflect.TypeFor[views.NextStep](),
 }
 
 // TestDocumentAndViewsAgree: every schema that names a view describes its

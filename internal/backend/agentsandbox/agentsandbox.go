@@ -406,3 +406,10 @@ var (
 	_ backend.Deleter         = (*NoArchive)(nil)
 	_ backend.NativeLifecycle = (*NoArchive)(nil)
 )
+
+// NativeExplanation: the policy lives in spec.shutdownTime.
+func (c *core) NativeExplanation() string {
+	return "spec.shutdownTime holds the policy (last activity + idle_suspend, capped by max_lifetime): drift is shown here and native sync repairs it; a lease or hold moves it later; a shutdownTime that deletes is only ever moved later"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)

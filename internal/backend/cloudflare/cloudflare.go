@@ -49,6 +49,13 @@ type Backend struct {
 	// Excludes are left out of persist unless the archive includes
 	// dependencies; nil means DefaultExcludes.
 	Excludes []string
+
+	// destroyed remembers when each sandbox was destroyed here, so that it
+	// is not listed again while its registration is still in the ledger
+	// (until the pass records the deletion); an instance started since
+	// (a host made it again) brings it back.
+	mu        sync.Mutex
+	destroyed map[string]time.Time
 }
 
 // Containers is the account-level Containers API.
@@ -58,6 +65,8 @@ type Containers struct {
 	// Application names the Sandbox's containers application; empty
 	// means every application of the account.
 	Application string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 }
 
 // Name returns "cloudflare".
@@ -81,8 +90,8 @@ type v4Page[T any] struct {
 	} `json:"result_info"`
 }
 
-func v4List[T any](ctx context.Context, c *remote.Client, path string, q url.Values, what string) ([]T, error) {
-	return remote.Pages(ctx, func(ctx context.Context, cursor string) ([]T, string, error) {
+func v4List[T any](ctx context.Context, c *remote.Client, bounds remote.Bounds, keep func(T) bool, path string, q url.Values, what string) ([]T, error) {
+	return remote.Pages(ctx, bounds, keep, func(ctx context.Context, cursor string) ([]T, string, error) {
 		qq := url.Values{}
 		for k, v := range q {
 			qq[k] = v
@@ -109,7 +118,7 @@ func (c *Containers) instances(ctx context.Context, names []string) (map[string]
 	apps, err := v4List[struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
-	}](ctx, c.Client, base, q, "containers applications")
+	}](ctx, c.Client, c.Bounds, nil, base, q, "containers applications")
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +143,8 @@ func (c *Containers) instances(ctx context.Context, names []string) (map[string]
 		if len(names) == 1 {
 			iq.Set("name_prefix", names[0])
 		}
-		insts, err := v4List[instance](ctx, c.Client, base+"/"+url.PathEscape(a.ID)+"/instances-v2", iq, "container instances")
+		// Only registered names are kept while paging: never ours otherwise.
+		insts, err := v4List(ctx, c.Client, c.Bounds, func(in instance) bool { return wanted[in.Name] }, base+"/"+url.PathEscape(a.ID)+"/instances-v2", iq, "container instances")
 		if err != nil {
 			return nil, err
 		}
@@ -207,10 +217,18 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 	}
 	out := make([]backend.Runtime, 0, len(names))
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, n := range names {
 		var in *instance
 		if i, ok := insts[n]; ok {
 			in = &i
+		}
+		if at, ok := b.destroyed[n]; ok {
+			if in == nil || !in.StartedAt.After(at) {
+				continue // destroyed here; the ledger has not caught up
+			}
+			delete(b.destroyed, n)
 		}
 		out = append(out, runtimeOf(n, in))
 	}
@@ -225,6 +243,12 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 	if _, err := b.Bridge.Do(ctx, remote.Request{Method: http.MethodDelete, Path: sandboxPath(rt.ID)}, nil); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("destroy cloudflare sandbox %s: %w", rt.ID, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.destroyed == nil {
+		b.destroyed = map[string]time.Time{}
+	}
+	b.destroyed[rt.ID] = time.Now()
 	return nil
 }
 
@@ -343,13 +367,11 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	return "cloudflare sandbox " + name, nil
 }
 
+// client is the transport of the streamed calls. Rule "no redirect carries
+// a credential" (remote.RefuseRedirects): the bridge key never follows one,
+// an injected client included.
 func (b *Backend) client() *http.Client {
-	if b.HTTP != nil {
-		return b.HTTP
-	}
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error {
-		return errors.New("redirect refused: the bridge key would follow it")
-	}}
+	return remote.RefuseRedirects(b.HTTP)
 }
 
 // stream makes a call whose body (sent or answered) is a tar: the answer's
@@ -379,25 +401,21 @@ func (b *Backend) stream(ctx context.Context, method, path string, q url.Values,
 		cancel()
 		return nil, fmt.Errorf("%s %s: %w: %s", method, path, remote.ErrUnavailable, b.scrub(err.Error()))
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("%s %s: %d: %w", method, path, resp.StatusCode, remote.ErrRedirect)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		cancel()
-		msg := b.scrub(strings.TrimSpace(string(data)))
-		if len(msg) > 200 {
-			msg = msg[:200] + "..."
-		}
-		return nil, &remote.StatusError{Method: method, Path: path, Status: resp.StatusCode, Message: msg}
+		return nil, &remote.StatusError{Method: method, Path: path, Status: resp.StatusCode, Message: remote.Quote(b.Key, data)}
 	}
 	return &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}, nil
 }
 
-func (b *Backend) scrub(s string) string {
-	if v := b.Key.Reveal(); len(v) >= 4 {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	return s
-}
+func (b *Backend) scrub(s string) string { return b.Key.Scrub(s) }
 
 type cancelOnClose struct {
 	io.ReadCloser
@@ -426,4 +444,13 @@ var (
 	_ backend.Deleter  = (*Backend)(nil)
 	_ backend.Exporter = (*Backend)(nil)
 	_ backend.Restorer = (*Backend)(nil)
+
+	_ backend.IdleLosesFiles = (*Backend)(nil)
 )
+
+// IdleLosesFiles says why idle reclaiming archives, then destroys, instead
+// of suspending: the bridge cannot make a sandbox sleep, and a sleeping
+// sandbox loses every file.
+func (b *Backend) IdleLosesFiles() string {
+	return "a sleeping Cloudflare sandbox loses every file: idle reclaiming archives it (persist, read back), then destroys it"
+}

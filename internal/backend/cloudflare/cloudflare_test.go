@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -341,4 +342,43 @@ func mustLocal(t *testing.T) sink.Sink {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestBridgeRedirectIsRefused: rule "no redirect carries a credential".
+// The bridge answering persist (a streamed call) or destroy (a JSON call)
+// with a redirect to another port gets an error, an injected client
+// included, and the target never sees the bridge key.
+func TestBridgeRedirectIsRefused(t *testing.T) {
+	e := setup(t, policy.Settings{}, true)
+	e.awake("a", nil)
+	var hits int
+	var mu sync.Mutex
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+	}))
+	defer target.Close()
+	e.f.Bridge().Bend(func(op string, a *fakes.Answer) bool {
+		if op == "POST /v1/sandbox/{id}/persist" || op == "DELETE /v1/sandbox/{id}" {
+			a.Status, a.Body = http.StatusTemporaryRedirect, nil
+			a.Header = http.Header{"Location": {target.URL + "/steal"}}
+			return true
+		}
+		return false
+	})
+	e.b.HTTP = &http.Client{}
+	ctx := context.Background()
+	rt := backend.Runtime{Key: backend.Key{Backend: cloudflare.Name, ID: "a"}, State: backend.StateRunning}
+	if _, err := e.b.Export(ctx, rt, backend.ExportOptions{Sink: mustLocal(t), Name: "cloudflare/a/x", CreatedAt: t0}); !errors.Is(err, remote.ErrRedirect) {
+		t.Fatalf("persist answered by a redirect: %v", err)
+	}
+	if err := e.b.Delete(ctx, rt, backend.DeleteOptions{}); !errors.Is(err, remote.ErrRedirect) {
+		t.Fatalf("destroy answered by a redirect: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hits != 0 {
+		t.Fatalf("the target was called %d times", hits)
+	}
 }

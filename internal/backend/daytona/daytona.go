@@ -25,6 +25,8 @@ type Backend struct {
 	// Labels select the sandboxes reclaimer manages; only these are ever
 	// touched.
 	Labels map[string]string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 }
 
 // Name returns "daytona".
@@ -88,7 +90,8 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 		labels = string(j)
 	}
-	sbs, err := remote.Pages(ctx, func(ctx context.Context, cursor string) ([]sandbox, string, error) {
+	inScope := func(s sandbox) bool { return remote.MatchLabels(s.Labels, b.Labels) }
+	sbs, err := remote.Pages(ctx, b.Bounds, inScope, func(ctx context.Context, cursor string) ([]sandbox, string, error) {
 		q := url.Values{"limit": {"200"}, "labels": {labels}}
 		if cursor != "" {
 			q.Set("cursor", cursor)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -410,6 +412,48 @@ func (b *Backend) fillInspected(ctx context.Context, rt *backend.Runtime, d dock
 	}
 	rt.StorageBytes = layerBytes(ctx, storage, d.UpperDir)
 	rt.Fingerprint = fingerprint(d.ID, *rt, d)
+	if rt.State == backend.StateRunning {
+		rt.AgentServer = b.agentServer(d)
+	}
+}
+
+// Labels a container carries to name its OpenHands agent-server: the
+// container port it listens on (published on the host), and optionally
+// the variable of the container's environment holding its session key.
+const (
+	AgentServerPortLabel   = "reclaimer.io/agent-server-port"
+	AgentServerKeyEnvLabel = "reclaimer.io/agent-server-key-env"
+)
+
+// agentServer is where a running container's agent-server answers on this
+// host, from its labelled port's published address; nil when it has no
+// such label or the port is not published. An address published on every
+// interface is reached on the Engine's host (loopback for a local Engine).
+func (b *Backend) agentServer(d dockerclient.Details) *backend.AgentServer {
+	port := d.Labels[AgentServerPortLabel]
+	addr, ok := d.Published[port]
+	if port == "" || !ok {
+		return nil
+	}
+	host, hport, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if host == "" {
+		host = "127.0.0.1"
+		if u, err := url.Parse(b.Client.Host()); err == nil && u.Scheme == "tcp" && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+	}
+	a := &backend.AgentServer{URL: "http://" + net.JoinHostPort(host, hport)}
+	if name := d.Labels[AgentServerKeyEnvLabel]; name != "" {
+		for _, kv := range d.Env {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok {
+				a.SessionKey = v
+			}
+		}
+	}
+	return a
 }
 
 // layerBytes measures a writable layer's folder under the data root

@@ -71,41 +71,87 @@ func managedWorkspaces(rt backend.Runtime) []string {
 	return out
 }
 
+// managedHome is rt's home when it is a real folder inside its root and
+// not one of (or around, or inside) its managed workspaces: an archive
+// keeps it as its own folder.
+func managedHome(rt backend.Runtime) string {
+	if rt.Home == "" || isUnowned(rt) || !local.RealDir(rt.Root, rt.Home) {
+		return ""
+	}
+	for _, ws := range managedWorkspaces(rt) {
+		if overlaps(ws, rt.Home) {
+			return ""
+		}
+	}
+	return rt.Home
+}
+
+// NotKept implements backend.Discloser.
+func (b *Backend) NotKept(rt backend.Runtime, opts backend.ExportOptions) []string {
+	if isUnowned(rt) {
+		return local.NotKept(backend.Runtime{}, opts)
+	}
+	out := []string{"the container itself and its writable layer (its owner recreates it)"}
+	switch {
+	case len(managedWorkspaces(rt)) == 0 && managedHome(rt) == "":
+		return []string{"everything of the container (no folder of it lies inside a managed root)"}
+	case rt.Home != "" && managedHome(rt) == "" && !slices.ContainsFunc(managedWorkspaces(rt), func(ws string) bool { return overlaps(ws, rt.Home) }):
+		out = append(out, "the home "+rt.Home+" (not a folder inside a managed root)")
+	}
+	view := rt
+	if managedHome(rt) == "" && !opts.ExcludeHome {
+		view.Home = "" // nothing of a home not archived to speak of
+	}
+	return append(out, local.NotKept(view, opts)...)
+}
+
 // Export implements backend.Exporter: a tar.zst of each managed workspace
-// (of the folder itself for an unowned folder), git-ignored dependencies
-// left out, each verified by reading it back. A container with no managed
-// workspace exports an empty manifest that says so.
+// and of the home (unless opts.ExcludeHome; of the folder itself for an
+// unowned folder), git-ignored dependencies left out, the home's caches
+// and core dumps never stored, each verified by reading it back. A
+// container with no managed folder exports an empty manifest that says so.
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
 	trees := managedWorkspaces(rt)
+	home := ""
+	if !isUnowned(rt) && !opts.ExcludeHome {
+		home = managedHome(rt)
+	}
 	view := rt
 	if isUnowned(rt) {
 		trees = []string{rt.Path}
 	} else {
 		view.Path = ""
 	}
-	deps, err := local.Dependencies(ctx, b.Git, view)
+	deps, err := local.Dependencies(ctx, b.Git, view, opts.Rebuildable, opts.Keep)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 	}
+	leave := local.LeftOut(ctx, rt, opts)
 	var folders []archive.Folder
-	for i, tree := range trees {
-		f := archive.Folder{Name: folderName(rt, i), Path: tree}
+	add := func(name, tree string) {
+		f := archive.Folder{Name: name, Path: tree}
 		for _, d := range deps {
 			if rel, err := filepath.Rel(tree, d.Path); err == nil && filepath.IsLocal(rel) {
 				f.Dependencies = append(f.Dependencies, d.Path)
 			}
 		}
+		for _, l := range leave {
+			if rel, err := filepath.Rel(tree, l); err == nil && filepath.IsLocal(rel) {
+				f.Leave = append(f.Leave, l)
+			}
+		}
 		folders = append(folders, f)
+	}
+	for i, tree := range trees {
+		add(folderName(rt, i), tree)
+	}
+	if home != "" {
+		add("home", home)
 	}
 	req := archive.Request{Sink: opts.Sink, Base: opts.Name, Runtime: rt.ID, Backend: Name,
 		Conversations: opts.Conversations, CreatedAt: opts.CreatedAt, Staging: opts.Dir,
 		IncludeDependencies: opts.IncludeDependencies}
-	switch {
-	case len(trees) == 0:
-		req.NotKept = []string{"everything of the container (no workspace of it lies inside a managed root)"}
-	case !isUnowned(rt):
-		req.NotKept = []string{"the home and the container's writable layer"}
-	}
+	req.NotKept = b.NotKept(rt, opts)
 	m, err := archive.ExportFolders(ctx, req, folders)
 	if err != nil {
 		return backend.Export{}, err
@@ -135,10 +181,7 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 	dests := map[string]string{}
 	var where []string
 	for _, f := range m.Folders {
-		dest := f.Path
-		if opts.To != "" {
-			dest = filepath.Join(opts.To, filepath.Base(f.Path))
-		}
+		dest := backend.RestoreTarget(opts.To, f.Path)
 		if dest == "" || !filepath.IsAbs(dest) {
 			return "", fmt.Errorf("restore %s: the archive does not say where %s came from", k, f.Name)
 		}
@@ -271,6 +314,7 @@ var (
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.FileReclaimer = (*Backend)(nil)
 	_ backend.Exporter      = (*Backend)(nil)
+	_ backend.Discloser     = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
 	_ backend.Locker        = (*Backend)(nil)
 	_ backend.Watcher       = (*Backend)(nil)

@@ -30,6 +30,8 @@ type Backend struct {
 	// Metadata selects the sandboxes reclaimer manages: every key and value
 	// must match. Only these are ever touched.
 	Metadata map[string]string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 
@@ -119,7 +121,11 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if len(opts.IDs) > 0 {
 		return b.listIDs(ctx, opts.IDs)
 	}
-	sbs, err := remote.Pages(ctx, func(ctx context.Context, cursor string) ([]sandbox, string, error) {
+	// The provider filters by metadata; checking each page again keeps a
+	// filter it ignored from widening what reclaimer touches, or what it
+	// holds in memory while paging.
+	inScope := func(s sandbox) bool { return remote.MatchLabels(s.Metadata, b.Metadata) }
+	sbs, err := remote.Pages(ctx, b.Bounds, inScope, func(ctx context.Context, cursor string) ([]sandbox, string, error) {
 		q := url.Values{"state": {"running,paused"}, "limit": {"100"}}
 		if m := b.metadataQuery(); m != "" {
 			q.Set("metadata", m)

@@ -34,6 +34,8 @@ type Backend struct {
 	Client *remote.Client
 	// Labels select the runtimes reclaimer manages.
 	Labels map[string]string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 
 	mu  sync.Mutex
 	ops map[string]bool // nil until read
@@ -147,7 +149,8 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 	} else {
 		var err error
-		docs, err = remote.Pages(ctx, func(ctx context.Context, cursor string) ([]runtimeDoc, string, error) {
+		inScope := func(d runtimeDoc) bool { return d.ID != "" && remote.MatchLabels(d.Labels, b.Labels) }
+		docs, err = remote.Pages(ctx, b.Bounds, inScope, func(ctx context.Context, cursor string) ([]runtimeDoc, string, error) {
 			q := url.Values{"limit": {"1000"}}
 			if sel := b.selector(); len(sel) > 0 {
 				q["label"] = sel

@@ -17,6 +17,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/remote"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
 const token = "orchestrator-token-0123"
@@ -33,6 +34,7 @@ type env struct {
 	b     backend.Backend
 	eng   *engine.Engine
 	store ledger.Store
+	raw   *httpbackend.Backend
 }
 
 func setup(t *testing.T, set policy.Settings, ops ...string) *env {
@@ -45,7 +47,7 @@ func setup(t *testing.T, set policy.Settings, ops ...string) *env {
 		t.Fatal(err)
 	}
 	eng, store := fakes.Engine(t, clock, engine.Source{Name: "http[0]", Backend: opened, Settings: set})
-	return &env{f, clock, opened, eng, store}
+	return &env{f, clock, opened, eng, store, b}
 }
 
 func (e *env) add(id, state string, last time.Time) {
@@ -190,5 +192,57 @@ func TestPaginationOver1000(t *testing.T) {
 	}
 	if n := e.f.Calls("GET /runtimes"); n != 3 {
 		t.Errorf("%d pages", n)
+	}
+}
+
+// TestEndlessListingsEnd: rule "a listing ends", on the http protocol's
+// cursor in the body. A server that names a fresh next_cursor every time,
+// with runtimes of another pool (which it should have filtered out),
+// with empty pages, or with runtimes of ours without end, is stopped at the
+// source's bounds, under a deadline and a memory ceiling; the pass reports
+// it and does not use the partial listing. The fake checks every request
+// against the protocol's document; only the listing's answers are its own.
+func TestEndlessListingsEnd(t *testing.T) {
+	for _, how := range []string{"theirs", "empty", "ours"} {
+		t.Run(how, func(t *testing.T) {
+			e := setup(t, policy.Settings{IdleSuspend: 30 * time.Minute}, allOps...)
+			e.add("r1", "running", t0.Add(-2*time.Hour))
+			// Smaller than the defaults, so that the race detector on a
+			// loaded machine stays within the deadline.
+			e.raw.Bounds = remote.Bounds{MaxPages: 300, MaxItems: 5000}
+			var n int
+			e.f.Intercept(func(op string, _ *http.Request) *fakes.Answer {
+				if op != "GET /runtimes" {
+					return nil
+				}
+				n++
+				var items []string
+				for i := range 200 {
+					pool := "other"
+					if how == "ours" {
+						pool = "agents"
+					}
+					if how != "empty" {
+						items = append(items, fmt.Sprintf(`{"id":"x%d-%d","state":"running","labels":{"pool":%q}}`, n, i, pool))
+					}
+				}
+				return &fakes.Answer{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: fmt.Appendf(nil, `{"items":[%s],"next_cursor":"c%d"}`, strings.Join(items, ","), n)}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var p *plan.Plan
+			var err error
+			testtree.HeapCeiling(t, 96<<20, func() { p, _, err = e.eng.Plan(ctx, engine.PlanOptions{}) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Problems) != 1 || p.Problems[0].Code != plan.SourceUnreadable || !strings.Contains(p.Problems[0].Message, "does not end") {
+				t.Fatalf("problems %+v", p.Problems)
+			}
+			if len(p.Actions) != 0 || ctx.Err() != nil {
+				t.Fatalf("actions %+v from a partial listing (deadline: %v)", p.Actions, ctx.Err())
+			}
+		})
 	}
 }

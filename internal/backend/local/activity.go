@@ -70,7 +70,7 @@ var dirBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }
 func Activity(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ActivityResult {
 	skip := map[string]bool{}
 	if isRepo(rt.Path) || anyRepo(rt.Workspaces) {
-		deps, _ := Dependencies(ctx, git, rt)
+		deps, _ := Dependencies(ctx, git, rt, nil, nil) // the built-in rule: activity is not a policy key
 		for _, d := range deps {
 			if rel, err := filepath.Rel(rt.Path, d.Path); err == nil {
 				skip[rel] = true

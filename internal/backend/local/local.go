@@ -127,14 +127,15 @@ func Caches(ctx context.Context, rt backend.Runtime, cacheDirs []string) []backe
 // Dependencies selects the git-ignored folders of the runtime's workspaces
 // (its own folder when it names none). A workspace outside the managed
 // root (a caller-supplied checkout) is never looked at.
-func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) ([]backend.File, error) {
-	shed, _, err := dependencies(ctx, git, rt)
+// rebuildable and keep are the rule's lists (nil: the built-in ones).
+func Dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, rebuildable, keep []string) ([]backend.File, error) {
+	shed, _, err := dependencies(ctx, git, rt, rebuildable, keep)
 	return shed, err
 }
 
 // dependencies is Dependencies with the ignored folders the rebuildable
 // rule keeps (ignored.Options.Kept), each with why.
-func dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) (shed, kept []backend.File, err error) {
+func dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, rebuildable, keep []string) (shed, kept []backend.File, err error) {
 	workspaces := rt.Workspaces
 	if len(workspaces) == 0 && rt.Path != "" {
 		workspaces = []string{rt.Path}
@@ -145,7 +146,7 @@ func dependencies(ctx context.Context, git gitcmd.Runner, rt backend.Runtime) (s
 		if ws != rt.Path && (!Inside(rt.Root, ws) || !realDir(rt.Root, ws)) {
 			continue // outside, or reached through a link: not ours to shed
 		}
-		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root, Kept: func(dir, why string) {
+		dirs, err := ignored.Select(ctx, git, ws, ignored.Options{Root: rt.Root, Rebuildable: rebuildable, Keep: keep, Kept: func(dir, why string) {
 			kept = append(kept, backend.File{Path: dir, Kept: why})
 		}})
 		if err != nil {
@@ -172,7 +173,7 @@ func Reclaim(ctx context.Context, git gitcmd.Runner, rt backend.Runtime, opts ba
 		current = Caches(ctx, rt, opts.CacheDirs)
 	case backend.StepDependencies:
 		var kept []backend.File
-		current, kept, err = dependencies(ctx, git, rt)
+		current, kept, err = dependencies(ctx, git, rt, opts.Rebuildable, opts.Keep)
 		if len(opts.Paths) == 0 {
 			// Selecting for a plan: the kept folders are listed too, with
 			// why, so the plan says what it leaves and why.
@@ -227,4 +228,32 @@ func Folder(what, path string) error {
 		return fmt.Errorf("%s %s is not a folder", what, path)
 	}
 	return nil
+}
+
+// LeftOut is what an archive of a local runtime never keeps: its home's
+// cache folders and the core dumps (Caches), and the home itself with
+// opts.ExcludeHome. leave are the paths to leave out of the tars.
+func LeftOut(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (leave []string) {
+	for _, c := range Caches(ctx, rt, opts.CacheDirs) {
+		leave = append(leave, c.Path)
+	}
+	if opts.ExcludeHome && rt.Home != "" && Inside(rt.Root, rt.Home) {
+		leave = append(leave, rt.Home)
+	}
+	return leave
+}
+
+// NotKept says, without reading anything, what LeftOut leaves out of an
+// archive of rt (backend.Discloser).
+func NotKept(rt backend.Runtime, opts backend.ExportOptions) []string {
+	var out []string
+	switch {
+	case opts.ExcludeHome && rt.Home != "":
+		out = append(out, "the home "+rt.Home+" ([archive] include_home = false)")
+	case rt.Home != "" && len(opts.CacheDirs) > 0:
+		out = append(out, "the home's caches ("+strings.Join(opts.CacheDirs, ", ")+") and core dumps: rebuildable, never archived")
+	default:
+		out = append(out, "core dumps: never archived")
+	}
+	return out
 }

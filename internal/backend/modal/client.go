@@ -305,13 +305,10 @@ func (c *Client) wrap(name string, err error) error {
 	return &Error{RPC: name, Code: st.Code(), Message: c.scrub(st.Message())}
 }
 
+// scrub is rule "no provider byte carries our credential onward" for the
+// messages a Modal server sends (remote.Secret.Scrub: escaped echoes too).
 func (c *Client) scrub(s string) string {
-	for _, v := range []string{c.opts.TokenSecret.Reveal(), c.opts.TokenID.Reveal()} {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
+	return c.opts.TokenID.Scrub(c.opts.TokenSecret.Scrub(s))
 }
 
 func (c *Client) breaker() error {

@@ -194,22 +194,26 @@ func (b *Backend) listIDs(ctx context.Context, ids []string) ([]backend.Runtime,
 		s := v.(*modalpb.SandboxInfo)
 		tags, err := b.Client.RPC().SandboxTagsGet(ctx, &modalpb.SandboxTagsGetRequest{SandboxId: id})
 		if errors.Is(err, backend.ErrNotFound) {
+			b.known.Delete(id)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read tags of modal sandbox %s: %w", id, err)
 		}
 		if !remote.MatchLabels(tagMap(tags.GetTags()), b.Tags) {
+			b.known.Delete(id)
 			continue
 		}
 		wait, err := b.Client.RPC().SandboxWait(ctx, &modalpb.SandboxWaitRequest{SandboxId: id, Timeout: 0})
 		if errors.Is(err, backend.ErrNotFound) {
+			b.known.Delete(id)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read state of modal sandbox %s: %w", id, err)
 		}
 		if wait.GetResult().GetStatus() != modalpb.GenericStatus_GENERIC_STATUS_UNSPECIFIED {
+			b.known.Delete(id)
 			continue // it ended
 		}
 		out = append(out, b.runtime(s))
@@ -240,6 +244,12 @@ func (s *StartCommand) Error() string {
 
 // Unwrap says the backend cannot restore by itself.
 func (s *StartCommand) Unwrap() error { return errors.ErrUnsupported }
+
+// RestoreCommand is the command that starts a sandbox from the archived
+// image (backend.ManualRestore).
+func (s *StartCommand) RestoreCommand() string { return s.Command }
+
+var _ backend.ManualRestore = (*StartCommand)(nil)
 
 func startCommand(image, app string) string {
 	if app == "" {
@@ -302,13 +312,14 @@ func (b *Backend) Lifecycle(_ context.Context, rt backend.Runtime, opts backend.
 	if opts.Current != nil {
 		return *opts.Current, nil
 	}
+	v, ok := b.known.Load(rt.ID)
+	if !ok {
+		return backend.Lifecycle{}, fmt.Errorf("modal sandbox %s: not in the last listing: %w", rt.ID, backend.ErrNotFound)
+	}
 	if rt.Native != nil {
 		return *rt.Native, nil
 	}
-	if v, ok := b.known.Load(rt.ID); ok {
-		return lifecycle(v.(*modalpb.SandboxInfo)), nil
-	}
-	return backend.Lifecycle{}, fmt.Errorf("modal sandbox %s: not in the last listing: %w", rt.ID, backend.ErrNotFound)
+	return lifecycle(v.(*modalpb.SandboxInfo)), nil
 }
 
 // String names the backend and its selector in messages.
@@ -328,3 +339,19 @@ var (
 	_ backend.Restorer        = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// Close closes the backend's connection (a reload replacing the source,
+// the end of the program).
+func (b *Backend) Close() error {
+	if b.Client == nil {
+		return nil
+	}
+	return b.Client.Close()
+}
+
+// NativeExplanation: Modal's timeouts are fixed when a sandbox is created.
+func (b *Backend) NativeExplanation() string {
+	return "timeout_secs and idle_timeout_secs are fixed when the sandbox is created: shown against the policy, they cannot be changed (create sandboxes with the values the policy wants)"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)

@@ -127,6 +127,21 @@ func (b *Backend) ReclaimFiles(ctx context.Context, rt backend.Runtime, opts bac
 	return b.dirs.ReclaimFiles(ctx, rt, opts)
 }
 
+// NotKept implements backend.Discloser: what Export leaves out.
+func (b *Backend) NotKept(rt backend.Runtime, opts backend.ExportOptions) []string {
+	if !b.isRunFolder(rt) {
+		return []string{"everything of it (it has no runtime folder)"}
+	}
+	opts.CacheDirs = b.opts.CacheDirs
+	opts.ExcludeHome = false // the sandbox home is the conversation's state: always kept
+	out := local.NotKept(rt, opts)
+	out = append(out, "the conversation's history and runtime-control manifest (they stay with the agent-server)")
+	if ws := rt.Labels["caller_workspace"]; ws != "" {
+		out = append(out, "the caller's workspace "+ws+" (not the agent-server's; left in place)")
+	}
+	return out
+}
+
 // Export implements backend.Exporter: a verified tar.zst of the runtime
 // folder, the workspace and the home, with the home's caches, core dumps
 // and the workspace's git-ignored dependencies left out. A caller's
@@ -140,14 +155,14 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	var folders []archive.Folder
 	if b.isRunFolder(rt) {
 		f := archive.Folder{Name: "run", Path: rt.Path}
-		deps, err := local.Dependencies(ctx, b.opts.Git, rt)
+		deps, err := local.Dependencies(ctx, b.opts.Git, rt, opts.Rebuildable, opts.Keep)
 		if err != nil {
 			return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 		}
 		for _, d := range deps {
 			f.Dependencies = append(f.Dependencies, d.Path)
 		}
-		for _, c := range local.Caches(ctx, rt, b.opts.CacheDirs) {
+		for _, c := range local.Caches(ctx, rt, b.opts.CacheDirs) { // never archived, whatever include_home says
 			f.Leave = append(f.Leave, c.Path)
 		}
 		folders = append(folders, f)
@@ -326,10 +341,7 @@ func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.Resto
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	l := b.opts.Layout
-	dest := opts.To
-	if dest == "" {
-		dest = l.RunDir(k.ID)
-	}
+	dest := backend.RestoreTarget(opts.To, l.RunDir(k.ID))
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
 	}
@@ -389,6 +401,7 @@ var (
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.FileReclaimer = (*Backend)(nil)
 	_ backend.Exporter      = (*Backend)(nil)
+	_ backend.Discloser     = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
 	_ backend.Locker        = (*Backend)(nil)
 	_ backend.Watcher       = (*Backend)(nil)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -31,6 +32,8 @@ type Backend struct {
 	// UserID, when set, keeps only sandboxes, and conversations on them,
 	// created by this user.
 	UserID string
+	// Bounds limit every listing (zero: remote's defaults).
+	Bounds remote.Bounds
 	// ConversationTags, when set, keeps only sandboxes whose every
 	// conversation carries all these tags.
 	ConversationTags map[string]string
@@ -41,6 +44,11 @@ type Backend struct {
 	// deletion age, as configured there (zero: OpenHands' defaults;
 	// negative: off).
 	ServerIdlePause, ServerDelete time.Duration
+
+	// known holds the sandboxes the last listings found, so that reading
+	// the server-wide timers of one that went is ErrNotFound without a
+	// request.
+	known sync.Map // id → struct{}
 }
 
 // Name returns "openhands-cloud".
@@ -93,8 +101,8 @@ type page[T any] struct {
 	Next  *string `json:"next_page_id"`
 }
 
-func list[T any](ctx context.Context, c *remote.Client, path string, q url.Values, what string) ([]T, error) {
-	return remote.Pages(ctx, func(ctx context.Context, cursor string) ([]T, string, error) {
+func list[T any](ctx context.Context, c *remote.Client, bounds remote.Bounds, keep func(T) bool, path string, q url.Values, what string) ([]T, error) {
+	return remote.Pages(ctx, bounds, keep, func(ctx context.Context, cursor string) ([]T, string, error) {
 		qq := maps.Clone(q)
 		qq.Set("limit", "100")
 		if cursor != "" {
@@ -108,12 +116,14 @@ func list[T any](ctx context.Context, c *remote.Client, path string, q url.Value
 	})
 }
 
-func (b *Backend) conversations(ctx context.Context, sandboxID string) ([]conversation, error) {
+// conversations lists the conversations (on sandboxID when set); keep,
+// when set, drops while paging those on sandboxes out of scope.
+func (b *Backend) conversations(ctx context.Context, sandboxID string, keep func(conversation) bool) ([]conversation, error) {
 	q := url.Values{"include_sub_conversations": {"true"}}
 	if sandboxID != "" {
 		q.Set("sandbox_id__eq", sandboxID)
 	}
-	return list[conversation](ctx, b.Client, "/api/v1/app-conversations/search", q, "conversations")
+	return list(ctx, b.Client, b.Bounds, keep, "/api/v1/app-conversations/search", q, "conversations")
 }
 
 // inScope tells whether reclaimer may manage s, given the conversations
@@ -213,11 +223,20 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 	if len(opts.IDs) > 0 {
 		return b.listIDs(ctx, opts.IDs)
 	}
-	sbs, err := list[sandbox](ctx, b.Client, "/api/v1/sandboxes/search", url.Values{}, "sandboxes")
+	// Kept while paging: what may be in scope (the user's, not gone);
+	// the conversations, those on these sandboxes only (every one of
+	// them, whoever's: inScope needs them all).
+	sbs, err := list(ctx, b.Client, b.Bounds, func(s sandbox) bool {
+		return s.ID != "" && state(s.Status) != backend.StateMissing && (b.UserID == "" || deref(s.User) == b.UserID)
+	}, "/api/v1/sandboxes/search", url.Values{}, "sandboxes")
 	if err != nil {
 		return nil, err
 	}
-	convs, err := b.conversations(ctx, "")
+	kept := make(map[string]bool, len(sbs))
+	for _, s := range sbs {
+		kept[s.ID] = true
+	}
+	convs, err := b.conversations(ctx, "", func(c conversation) bool { return kept[c.SandboxID] })
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +252,15 @@ func (b *Backend) List(ctx context.Context, opts backend.ListOptions) ([]backend
 		}
 		seen[s.ID] = true
 		out = append(out, b.runtime(s, bySandbox[s.ID]))
+	}
+	b.known.Range(func(id, _ any) bool {
+		if !seen[id.(string)] {
+			b.known.Delete(id)
+		}
+		return true
+	})
+	for id := range seen {
+		b.known.Store(id, struct{}{})
 	}
 	return out, nil
 }
@@ -250,13 +278,20 @@ func (b *Backend) listIDs(ctx context.Context, ids []string) ([]backend.Runtime,
 			if s == nil || !slices.Contains(chunk, s.ID) || state(s.Status) == backend.StateMissing {
 				continue
 			}
-			convs, err := b.conversations(ctx, s.ID)
+			convs, err := b.conversations(ctx, s.ID, nil)
 			if err != nil {
 				return nil, err
 			}
 			if b.inScope(*s, convs) {
 				out = append(out, b.runtime(*s, convs))
 			}
+		}
+	}
+	for _, id := range ids {
+		if slices.ContainsFunc(out, func(rt backend.Runtime) bool { return rt.ID == id }) {
+			b.known.Store(id, struct{}{})
+		} else {
+			b.known.Delete(id)
 		}
 	}
 	return out, nil
@@ -286,11 +321,12 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, _ backend.Dele
 	if err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fmt.Errorf("delete openhands sandbox %s: %w", rt.ID, err)
 	}
+	b.known.Delete(rt.ID)
 	return nil
 }
 
 func (b *Backend) deleteConversations(ctx context.Context, rt backend.Runtime) error {
-	convs, err := b.conversations(ctx, rt.ID)
+	convs, err := b.conversations(ctx, rt.ID, nil)
 	if err != nil {
 		return err
 	}
@@ -335,7 +371,10 @@ func (b *Backend) deleteConversations(ctx context.Context, rt backend.Runtime) e
 // Lifecycle returns the server-wide idle pause and deletion age, as
 // configured: OpenHands has no per-sandbox setting to read or write, so it
 // makes no request and nothing can be changed (Can is empty).
-func (b *Backend) Lifecycle(_ context.Context, _ backend.Runtime, _ backend.LifecycleOptions) (backend.Lifecycle, error) {
+func (b *Backend) Lifecycle(_ context.Context, rt backend.Runtime, opts backend.LifecycleOptions) (backend.Lifecycle, error) {
+	if _, ok := b.known.Load(rt.ID); !ok && opts.Current == nil {
+		return backend.Lifecycle{}, fmt.Errorf("openhands sandbox %s: not in the last listing: %w", rt.ID, backend.ErrNotFound)
+	}
 	return b.lifecycle(), nil
 }
 
@@ -362,3 +401,10 @@ var (
 	_ backend.Deleter         = (*Backend)(nil)
 	_ backend.NativeLifecycle = (*Backend)(nil)
 )
+
+// NativeExplanation: OpenHands' own lifecycle is server-wide.
+func (b *Backend) NativeExplanation() string {
+	return "server-wide only: OpenHands' idle pause (RUNTIME_IDLE_SECONDS) and deletion (RUNTIME_DEAD_SECONDS) are set on the server for every sandbox, not per sandbox; native sync changes nothing, the loop pauses and removes by the policy"
+}
+
+var _ backend.NativeExplainer = (*Backend)(nil)

@@ -364,6 +364,9 @@ func TestPausedSandboxNeverWokenAndAgentServerOnlyWhenRunning(t *testing.T) {
 func TestNativeLifecycleIsServerWide(t *testing.T) {
 	e := setup(t, policy.Settings{}, func(b *openhandscloud.Backend) { b.ServerDelete = -1 })
 	e.sandbox("s", "RUNNING", t0, nil)
+	if _, err := e.b.List(context.Background(), backend.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	before := e.f.Total()
 	l, err := e.b.Lifecycle(context.Background(), backend.Runtime{Key: backend.Key{Backend: "openhands-cloud", ID: "s"}},
 		backend.LifecycleOptions{Set: &backend.Lifecycle{IdleSuspend: time.Hour}})

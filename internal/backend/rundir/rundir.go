@@ -212,12 +212,13 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 	return nil
 }
 
-// Export implements backend.Exporter: a tar.zst of the run folder with its
-// git-ignored dependency folders left out (kept with
-// opts.IncludeDependencies), stored in opts.Sink and read back
+// Export implements backend.Exporter: a tar.zst of the run folder, its
+// home included (left out with opts.ExcludeHome), with its git-ignored
+// dependency folders left out (kept with opts.IncludeDependencies) and the
+// home's caches and core dumps never stored, in opts.Sink and read back
 // (archive.ExportFolders).
 func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.ExportOptions) (backend.Export, error) {
-	deps, err := local.Dependencies(ctx, b.Git, rt)
+	deps, err := local.Dependencies(ctx, b.Git, rt, opts.Rebuildable, opts.Keep)
 	if err != nil {
 		return backend.Export{}, fmt.Errorf("export %s: select dependencies to leave out: %w", rt.Key, err)
 	}
@@ -227,27 +228,42 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 	}
 	m, err := archive.ExportFolders(ctx, archive.Request{Sink: opts.Sink, Base: opts.Name, Runtime: rt.ID, Backend: Name,
 		Conversations: opts.Conversations, CreatedAt: opts.CreatedAt, Staging: opts.Dir,
-		IncludeDependencies: opts.IncludeDependencies},
-		[]archive.Folder{{Name: "run", Path: rt.Path, Dependencies: depPaths}})
+		IncludeDependencies: opts.IncludeDependencies, NotKept: b.NotKept(rt, opts)},
+		[]archive.Folder{{Name: "run", Path: rt.Path, Dependencies: depPaths, Leave: local.LeftOut(ctx, rt, b.exportOpts(opts))}})
 	if err != nil {
 		return backend.Export{}, err
 	}
 	return m.BackendExport(), nil
 }
 
+// exportOpts fills in the source's cache folders when the engine gave none.
+func (b *Backend) exportOpts(opts backend.ExportOptions) backend.ExportOptions {
+	if opts.CacheDirs == nil {
+		opts.CacheDirs = b.CacheDirs
+	}
+	return opts
+}
+
+// NotKept implements backend.Discloser: the home's caches and core dumps
+// (never archived), the home with include_home = false, and the
+// dependency folders unless kept.
+func (b *Backend) NotKept(rt backend.Runtime, opts backend.ExportOptions) []string {
+	return local.NotKept(rt, b.exportOpts(opts))
+}
+
 // Restore implements backend.Restorer: the run folder is extracted from
-// the sink where it was, or at opts.To.
+// the sink where it was, or into opts.To (backend.RestoreTarget).
 func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
 	m, err := archive.ParseManifest(opts.Manifest)
 	if err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
-	dest := opts.To
-	if dest == "" {
-		dest = filepath.Join(b.Root, k.ID)
-	}
+	dest := backend.RestoreTarget(opts.To, filepath.Join(b.Root, k.ID))
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
 	if err := archive.RestoreFolders(ctx, opts.Sink, m, map[string]string{"run": dest}); err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
@@ -261,6 +277,7 @@ var (
 	_ backend.Exporter      = (*Backend)(nil)
 	_ backend.Deleter       = (*Backend)(nil)
 	_ backend.Restorer      = (*Backend)(nil)
+	_ backend.Discloser     = (*Backend)(nil)
 )
 
 // childDirs lists the names of the folders in dir that can be runtimes, in

@@ -225,7 +225,7 @@ func (b *Backend) Export(ctx context.Context, rt backend.Runtime, opts backend.E
 		at = time.Now()
 	}
 	ref := snapshotRef(rt.ID, at)
-	deps, _ := local.Dependencies(ctx, b.Git, rt) // only listed: git never holds them
+	deps, _ := local.Dependencies(ctx, b.Git, rt, opts.Rebuildable, opts.Keep) // only listed: git never holds them
 	var depPaths []string
 	for _, d := range deps {
 		depPaths = append(depPaths, d.Path)
@@ -325,20 +325,30 @@ func (b *Backend) Delete(ctx context.Context, rt backend.Runtime, opts backend.D
 
 // Restore implements backend.Restorer: the bundle is read from the sink
 // and the worktree added back to its repository with its branch, snapshot
-// and uncommitted work (archive.RestoreWorktreeFrom).
+// and uncommitted work (archive.RestoreWorktreeFrom), where it was or into
+// opts.To (backend.RestoreTarget; locked there: a copy, not a runtime).
 func (b *Backend) Restore(ctx context.Context, k backend.Key, opts backend.RestoreOptions) (string, error) {
 	m, err := archive.ParseManifest(opts.Manifest)
 	if err != nil {
 		return "", fmt.Errorf("restore %s: %w", k, err)
 	}
-	dest := opts.To
-	if dest == "" {
-		dest = m.Path
-	}
+	dest := backend.RestoreTarget(opts.To, m.Path)
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("restore %s: %s already exists: %w", k, dest, backend.ErrConflict)
 	}
-	return archive.RestoreWorktreeFrom(ctx, b.slowGit(), opts.Sink, m, dest, opts.Staging)
+	path, err := archive.RestoreWorktreeFrom(ctx, b.slowGit(), opts.Sink, m, dest, opts.Staging)
+	if err != nil || opts.To == "" {
+		return path, err
+	}
+	// A copy restored elsewhere is the user's, not a runtime: git lists it
+	// as a worktree of the repository, so it is locked, and a locked
+	// worktree is never touched (no pass archives it, no trash is made
+	// beside it). Unlocking it hands it to reclaimer.
+	reason := "restored by reclaimer from " + k.String() + " to look at; git worktree unlock to let reclaimer manage it"
+	if _, err := b.slowGit().Run(ctx, m.Repo, "worktree", "lock", "--reason", reason, path); err != nil {
+		return path, fmt.Errorf("restore %s: restored into %s, but could not lock it: %w", k, path, err)
+	}
+	return path, nil
 }
 
 var (

@@ -254,6 +254,7 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		r.ArchiveID = "arch-7"
 		r.Conversations = []string{"conv-1", "conv-2"}
 		r.RegisteredAt, r.ReleasedAt = at(3*time.Minute), at(4*time.Minute)
+		r.AgentServerURL = "http://10.0.0.7:8000"
 		r.Labels["b"] = "2"
 		return nil
 	})
@@ -265,6 +266,7 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		Pinned: true, PinReason: "user pinned", LeaseUntil: at(time.Hour), RetentionOverride: ptr(retention),
 		ScheduledStep: "delete", ScheduledDue: at(2 * time.Hour), ScheduledAt: at(time.Minute), ArchiveID: "arch-7",
 		Conversations: []string{"conv-1", "conv-2"}, RegisteredAt: at(3 * time.Minute), ReleasedAt: at(4 * time.Minute),
+		AgentServerURL: "http://10.0.0.7:8000",
 	})
 	mustEqual(t, "registered runtime counts as decided", listKeys(t, s, ledger.RuntimeFilter{Decided: true}), []ledger.Key{k})
 	mustEqual(t, "listed by new state", listKeys(t, s, ledger.RuntimeFilter{State: "scheduled"}), []ledger.Key{k})
@@ -277,6 +279,7 @@ func testUpdateSetsAndClears(t *testing.T, s ledger.Store) {
 		r.RetentionOverride = nil
 		r.ScheduledStep, r.ScheduledDue, r.ScheduledAt = "", time.Time{}, time.Time{}
 		r.Conversations, r.RegisteredAt, r.ReleasedAt = []string{}, time.Time{}, time.Time{}
+		r.AgentServerURL = ""
 		return nil
 	})
 	mustNil(t, "Update clear", err)

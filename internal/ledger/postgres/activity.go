@@ -76,10 +76,25 @@ func (s *Store) ActivityTimesOf(ctx context.Context, backends []string) (map[led
 	return s.activityTimes(ctx, backends)
 }
 
+// ActivityTimesIn implements ledger.ScopedReader.
+func (s *Store) ActivityTimesIn(ctx context.Context, sources []string) (map[ledger.Key]time.Time, error) {
+	if len(sources) == 0 {
+		return map[ledger.Key]time.Time{}, nil
+	}
+	return s.activityTimesWhere(ctx, ` WHERE source = ANY($1)`, sources)
+}
+
 func (s *Store) activityTimes(ctx context.Context, backends []string) (map[ledger.Key]time.Time, error) {
-	query, args := `SELECT `+keyColumns+`, at FROM activity`, []any(nil)
 	if backends != nil {
-		query, args = query+` WHERE backend = ANY($1)`, []any{backends}
+		return s.activityTimesWhere(ctx, ` WHERE backend = ANY($1)`, backends)
+	}
+	return s.activityTimesWhere(ctx, "", nil)
+}
+
+func (s *Store) activityTimesWhere(ctx context.Context, where string, in []string) (map[ledger.Key]time.Time, error) {
+	query, args := `SELECT `+keyColumns+`, at FROM activity`+where, []any(nil)
+	if in != nil {
+		args = []any{in}
 	}
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {

@@ -65,7 +65,11 @@ func (s *Store) Lock(ctx context.Context, key ledger.Key, wait time.Duration) (f
 		release()
 		return nil, err
 	}
-	set := fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", lockIdleTimeout.Milliseconds())
+	idle := lockIdleTimeout
+	if d, ok := ledger.LockIdle(ctx); ok {
+		idle = min(idle, max(d, fenceIdleFloor))
+	}
+	set := fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", idle.Milliseconds())
 	if wait > 0 {
 		set += fmt.Sprintf("; SET LOCAL lock_timeout = %d", max(1, wait.Milliseconds()))
 	}

@@ -129,7 +129,7 @@ func jsonText(v any, n int) (*string, error) {
 
 const runtimeColumns = keyColumns + `, state, path, home, workspaces, labels, size_bytes, first_seen, last_seen,
 	pinned, pin_reason, lease_until, retention_override, scheduled_step, scheduled_due, scheduled_at,
-	archive_id, conversations, registered_at, released_at`
+	archive_id, conversations, registered_at, released_at, agent_server_url`
 
 // runtimeRow is one row of runtimeColumns as scanned. A listing reuses one
 // for every row, its scan destinations built once: listing 100,000
@@ -148,7 +148,7 @@ func newRuntimeRow() *runtimeRow {
 	w.dest = append(keyDest(&r.Key), &r.State, &r.Path, &r.Home, &r.Workspaces, &w.labels, &r.SizeBytes,
 		&w.firstSeen, &w.lastSeen, &r.Pinned, &r.PinReason, &w.leaseUntil, &w.retention,
 		&r.ScheduledStep, &w.scheduledDue, &w.scheduledAt, &r.ArchiveID, &r.Conversations,
-		&w.registeredAt, &w.releasedAt)
+		&w.registeredAt, &w.releasedAt, &r.AgentServerURL)
 	return w
 }
 
@@ -273,15 +273,15 @@ func putRuntime(ctx context.Context, tx pgx.Tx, r ledger.RuntimeRecord) (ledger.
 	args := append(keyArgs(r.Key), r.State, r.Path, r.Home, nilIfEmpty(r.Workspaces), labels, r.SizeBytes,
 		nanos(r.FirstSeen), nanos(r.LastSeen), r.Pinned, r.PinReason, nanos(r.LeaseUntil), retention,
 		r.ScheduledStep, nanos(r.ScheduledDue), nanos(r.ScheduledAt), r.ArchiveID, nilIfEmpty(r.Conversations),
-		nanos(r.RegisteredAt), nanos(r.ReleasedAt))
+		nanos(r.RegisteredAt), nanos(r.ReleasedAt), r.AgentServerURL)
 	n := keyArity
 	row := tx.QueryRow(ctx, fmt.Sprintf(`UPDATE runtimes SET
 		state = $%d, path = $%d, home = $%d, workspaces = $%d, labels = $%d::jsonb, size_bytes = $%d,
 		first_seen = $%d, last_seen = $%d, pinned = $%d, pin_reason = $%d, lease_until = $%d, retention_override = $%d,
 		scheduled_step = $%d, scheduled_due = $%d, scheduled_at = $%d, archive_id = $%d, conversations = $%d,
-		registered_at = $%d, released_at = $%d
+		registered_at = $%d, released_at = $%d, agent_server_url = $%d
 		WHERE `+keyEquals(1)+` RETURNING `+runtimeColumns,
-		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18, n+19), args...)
+		n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18, n+19, n+20), args...)
 	return newRuntimeRow().scan(row)
 }
 
@@ -310,10 +310,25 @@ func (s *Store) RuntimeStatesOf(ctx context.Context, backends []string) (map[led
 	return s.runtimeStates(ctx, backends)
 }
 
+// RuntimeStatesIn implements ledger.ScopedReader.
+func (s *Store) RuntimeStatesIn(ctx context.Context, sources []string) (map[ledger.Key]string, error) {
+	if len(sources) == 0 {
+		return map[ledger.Key]string{}, nil
+	}
+	return s.runtimeStatesWhere(ctx, ` WHERE source = ANY($1)`, sources)
+}
+
 func (s *Store) runtimeStates(ctx context.Context, backends []string) (map[ledger.Key]string, error) {
-	query, args := `SELECT `+keyColumns+`, state FROM runtimes`, []any(nil)
 	if backends != nil {
-		query, args = query+` WHERE backend = ANY($1)`, []any{backends}
+		return s.runtimeStatesWhere(ctx, ` WHERE backend = ANY($1)`, backends)
+	}
+	return s.runtimeStatesWhere(ctx, "", nil)
+}
+
+func (s *Store) runtimeStatesWhere(ctx context.Context, where string, in []string) (map[ledger.Key]string, error) {
+	query, args := `SELECT `+keyColumns+`, state FROM runtimes`+where, []any(nil)
+	if in != nil {
+		args = []any{in}
 	}
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {

@@ -59,9 +59,24 @@ var (
 // pool_max_conns connections (DefaultMaxConns when the URL does not say),
 // and brings the schema up to date under an advisory lock.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, Options{})
+}
+
+// Options tune OpenWith.
+type Options struct {
+	// Password, when set, is the role's password ([ledger]
+	// password_file), in place of the URL's, PGPASSWORD or ~/.pgpass.
+	Password string
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", redact(err))
+	}
+	if opts.Password != "" {
+		cfg.ConnConfig.Password = opts.Password
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns

@@ -135,6 +135,7 @@ type decisions struct {
 	Conversations     []string `json:"conversations,omitempty"`
 	RegisteredAt      *int64   `json:"registered_at,omitempty"`
 	ReleasedAt        *int64   `json:"released_at,omitempty"`
+	AgentServerURL    string   `json:"agent_server_url,omitempty"`
 }
 
 func decisionsOf(r ledger.RuntimeRecord) decisions {
@@ -150,6 +151,7 @@ func decisionsOf(r ledger.RuntimeRecord) decisions {
 		ScheduledStep: r.ScheduledStep, ScheduledDue: nanosPtr(r.ScheduledDue), ScheduledAt: nanosPtr(r.ScheduledAt),
 		ArchiveID: r.ArchiveID, Conversations: r.Conversations,
 		RegisteredAt: nanosPtr(r.RegisteredAt), ReleasedAt: nanosPtr(r.ReleasedAt),
+		AgentServerURL: r.AgentServerURL,
 	}
 	if r.RetentionOverride != nil {
 		n := int64(*r.RetentionOverride)
@@ -175,6 +177,7 @@ func (d decisions) apply(r *ledger.RuntimeRecord) {
 	r.ArchiveID = d.ArchiveID
 	r.Conversations = d.Conversations
 	r.RegisteredAt, r.ReleasedAt = fromPtr(d.RegisteredAt), fromPtr(d.ReleasedAt)
+	r.AgentServerURL = d.AgentServerURL
 }
 
 // column encodes d, NULL when nothing is decided.

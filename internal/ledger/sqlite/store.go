@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -42,6 +43,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The ledger records paths and labels of other people's work: keep the
 	// folder private when we are the ones creating it.
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	// Create the file ourselves, 0600: the driver would create it 0644,
+	// and SQLite gives its WAL and shared-memory files the database
+	// file's mode. A file that exists keeps the mode its owner chose.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 

@@ -331,3 +331,28 @@ func TestOpenFailsOnUnusablePath(t *testing.T) {
 		t.Fatalf("Open with a canceled context: error %v, want context.Canceled", err)
 	}
 }
+
+// TestLedgerIsPrivate: the ledger records paths and labels of other
+// people's work; a state folder and ledger we create are 0700 and 0600
+// (the WAL and shared-memory files too), whatever the umask allows.
+func TestLedgerIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "reclaimer")
+	path := filepath.Join(dir, "ledger.db")
+	s := mustOpen(t, path)
+	k := ledger.Key{Backend: "dir", ID: "a"}
+	if err := s.Observe(t.Context(), []ledger.Observation{{Key: k, State: "idle", At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want os.FileMode
+	}{{filepath.Dir(dir), 0o700}, {dir, 0o700}, {path, 0o600}, {path + "-wal", 0o600}, {path + "-shm", 0o600}} {
+		fi, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != c.want {
+			t.Errorf("%s: mode %o, want %o", c.path, got, c.want)
+		}
+	}
+}

@@ -132,6 +132,14 @@ func (f *Cloudflare) Get(name string) (CloudflareSandbox, bool) {
 	return c, true
 }
 
+// Remove deletes a sandbox behind reclaimer's back (not a destroy through
+// the bridge: Destroyed stays false).
+func (f *Cloudflare) Remove(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.sandboxes, name)
+}
+
 // Destroyed tells whether a sandbox was destroyed.
 func (f *Cloudflare) Destroyed(name string) bool {
 	f.mu.Lock()

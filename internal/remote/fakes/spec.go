@@ -109,6 +109,38 @@ type contract struct {
 	retryAfter string
 	calls      map[string]int // "METHOD template" → count
 	total      int
+	// bend, when set, bends answers (Bend); intercept answers
+	// in the fake's stead (Intercept).
+	bend      func(op string, a *Answer) bool
+	intercept func(op string, r *http.Request) *Answer
+}
+
+// Intercept makes the fake hostile before it acts: f sees every valid
+// request (op as for Bend); an Answer it returns is sent instead of
+// the fake's, unvalidated, and the fake does nothing (a call the provider
+// refused, stalled on, or redirected). nil lets the fake answer.
+func (c *contract) Intercept(f func(op string, r *http.Request) *Answer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.intercept = f
+}
+
+// Answer is one answer of a fake, as a misbehaving hook may bend it.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Bend makes the fake hostile: f sees every answer (op is "METHOD
+// /template", e.g. "GET /v2/sandboxes") after the fake made it, and may
+// change its status, headers or body. When f returns true the answer is
+// deliberately outside the spec and is not validated; every request, and
+// every answer f leaves alone (returns false), still is.
+func (c *contract) Bend(f func(op string, a *Answer) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bend = f
 }
 
 func newContract(t testing.TB, name string, spec *openapi3.T, url string, auth func(string, *http.Request) error) *contract {
@@ -180,6 +212,7 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		fault, c.faults = c.faults[0], c.faults[1:]
 	}
 	retryAfter := c.retryAfter
+	bend, intercept := c.bend, c.intercept
 	c.mu.Unlock()
 	if why, ok := c.forbidden[route.Path]; ok {
 		c.t.Errorf("%s fake: %s was called: %s", c.name, op, why)
@@ -199,6 +232,16 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if intercept != nil && fault == 0 {
+		if a := intercept(op, r); a != nil {
+			for k, v := range a.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(a.Status)
+			w.Write(a.Body)
+			return
+		}
+	}
 	rec := httptest.NewRecorder()
 	if fault != 0 {
 		if fault == http.StatusTooManyRequests {
@@ -210,6 +253,17 @@ func (c *contract) serve(w http.ResponseWriter, r *http.Request, h func(w http.R
 	}
 	res := rec.Result()
 	out, _ := io.ReadAll(res.Body)
+	if bend != nil {
+		a := &Answer{Status: res.StatusCode, Header: res.Header.Clone(), Body: out}
+		if bend(op, a) {
+			for k, v := range a.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(a.Status)
+			w.Write(a.Body)
+			return
+		}
+	}
 	rin := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode,
 		Header: res.Header, Body: io.NopCloser(bytes.NewReader(out)),
 		Options: &openapi3filter.Options{MultiError: true, IncludeResponseStatus: fault == 0 && res.StatusCode < 300}}
