@@ -30,6 +30,8 @@ type Ops interface {
 	Status(ctx context.Context) (*views.Status, error)
 	Runtimes(ctx context.Context, q ops.RuntimeQuery) (*views.RuntimeList, error)
 	Runtime(ctx context.Context, ref ops.Ref) (*views.Runtime, error)
+	Explain(ctx context.Context, ref ops.Ref) (*views.Explain, error)
+	Usage(ctx context.Context, q ops.UsageQuery) (*views.UsageHistory, error)
 	Journal(ctx context.Context, q ops.JournalQuery) (*views.Journal, error)
 	Archives(ctx context.Context, name string) ([]views.Archive, error)
 	Mark(ctx context.Context, req ops.MarkRequest) ([]views.Marked, error)

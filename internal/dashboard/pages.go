@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/views"
@@ -13,6 +14,11 @@ import (
 // overviewData is the overview: the status view.
 type overviewData struct {
 	Status *views.Status
+	// Charts are the usage charts by filesystem path (absent: fewer than
+	// two samples); ChartsError says why there are none when the usage
+	// could not be read.
+	Charts      map[string]*chart
+	ChartsError string
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s *session) {
@@ -21,7 +27,33 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, s *session)
 		d.fail(w, r, s, 0, err)
 		return
 	}
-	d.render(w, r, s, http.StatusOK, "overview", "Overview", overviewData{Status: st})
+	data := overviewData{Status: st}
+	if u, err := d.opts.App.Usage(r.Context(), ops.UsageQuery{}); err != nil {
+		data.ChartsError = err.Error()
+	} else {
+		data.Charts = chartsOf(u, d.opts.Clock.Now())
+	}
+	d.render(w, r, s, http.StatusOK, "overview", "Overview", data)
+}
+
+// chartsOf draws each filesystem's samples, extended towards full only
+// when its forecast says it is growing.
+func chartsOf(u *views.UsageHistory, now time.Time) map[string]*chart {
+	charts := map[string]*chart{}
+	for _, fs := range u.Filesystems {
+		ps := make([]chartPoint, 0, len(fs.Samples))
+		for _, p := range fs.Samples {
+			ps = append(ps, chartPoint{At: p.At, Used: p.UsedBytes, Avail: p.AvailBytes})
+		}
+		var fullAt time.Time
+		if f := fs.Forecast; f != nil && f.Growing {
+			fullAt = f.FullAt
+		}
+		if c := drawUsage(ps, fs.High, fs.Low, fullAt, now); c != nil {
+			charts[fs.Path] = c
+		}
+	}
+	return charts
 }
 
 // runtimesData is the runtimes table: one page of the listing, and the
@@ -94,7 +126,11 @@ func refOf(v url.Values) (ops.Ref, bool) {
 // runtimeData is one runtime's page: its view, and its journal.
 type runtimeData struct {
 	Runtime *views.Runtime
-	Journal *views.Journal
+	// Explain is every policy's verdict from a dry run now; ExplainError
+	// says why there is none (the page then shows the ledger's view).
+	Explain      *views.Explain
+	ExplainError string
+	Journal      *views.Journal
 }
 
 func (d *Dashboard) runtime(w http.ResponseWriter, r *http.Request, s *session) {
@@ -103,12 +139,19 @@ func (d *Dashboard) runtime(w http.ResponseWriter, r *http.Request, s *session) 
 		d.fail(w, r, s, http.StatusBadRequest, errNoRuntime)
 		return
 	}
-	rt, err := d.opts.App.Runtime(r.Context(), ref)
-	if err != nil {
-		d.fail(w, r, s, 0, err)
-		return
+	var data runtimeData
+	ex, err := d.opts.App.Explain(r.Context(), ref)
+	if err == nil {
+		data.Explain, data.Runtime = ex, &ex.Runtime
+	} else {
+		rt, rerr := d.opts.App.Runtime(r.Context(), ref)
+		if rerr != nil {
+			d.fail(w, r, s, 0, rerr)
+			return
+		}
+		data.Runtime, data.ExplainError = rt, err.Error()
 	}
-	data := runtimeData{Runtime: rt}
+	rt := data.Runtime
 	exact := ops.Ref{Name: rt.ID, Backend: rt.Backend, Source: rt.Source}
 	if j, err := d.opts.App.Journal(r.Context(), ops.JournalQuery{Runtime: &exact, Limit: 20}); err == nil {
 		data.Journal = j

@@ -20,6 +20,8 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/cli"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
+	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -282,6 +284,31 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if got := run(b, chromedp.Text(chromedp.CSS("#scheduled"))); !strings.HasPrefix(got, "archive due in ") {
 		t.Errorf("the runtime's page says it is announced: %q", got)
+	}
+	// Why: every policy's verdict, as explain says it (the same dry run).
+	type shownVerdict struct{ Policy, Step, Outcome, Why string }
+	verdicts := eval[[]shownVerdict](b, `Array.from(document.querySelectorAll('#verdicts tbody tr[class^="verdict-"]')).map(r => ({
+		policy: r.querySelector('th').textContent, step: r.cells[1].textContent, outcome: r.cells[2].textContent, why: r.cells[3].textContent}))`)
+	shownRT := h.runtime("conv2:repo")
+	ex, err := h.d.App().Explain(context.Background(), ops.Ref{Name: shownRT.ID, Backend: shownRT.Backend, Source: shownRT.Source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var due []views.Verdict
+	for _, v := range ex.Policies {
+		if v.Outcome == policy.Due {
+			due = append(due, v)
+		}
+	}
+	var shownDue []shownVerdict
+	for _, v := range verdicts {
+		if v.Outcome == string(policy.Due) {
+			shownDue = append(shownDue, v)
+		}
+	}
+	if len(verdicts) != len(ex.Policies) || len(due) != 1 || len(shownDue) != 1 || shownDue[0].Policy != string(due[0].Policy) ||
+		shownDue[0].Step != due[0].Step || !strings.HasPrefix(shownDue[0].Why, due[0].Reason+" ") || due[0].Reason == "" {
+		t.Errorf("the runtime's verdicts: shown %+v, explain %+v", verdicts, ex.Policies)
 	}
 	b.screenshot("runtime")
 	b.accessible("runtime")

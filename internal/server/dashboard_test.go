@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
+	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/openapi"
+	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/server"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
@@ -404,5 +407,43 @@ func TestDashboardProblems(t *testing.T) {
 	i, j := strings.Index(page, `class="problems"`), strings.Index(page, `id="fs-h"`)
 	if i < 0 || j < 0 || i > j || !strings.Contains(page[i:j], missing) {
 		t.Fatalf("the overview does not put the unreadable source first:\n%s", page)
+	}
+}
+
+// TestDashboardUsageChart: the overview draws each filesystem's usage
+// samples (the start pass's, and one an hour before it) as a chart, with
+// the forecast in words beside it.
+func TestDashboardUsageChart(t *testing.T) {
+	h := dashboardSetup(t)
+	ctx := context.Background()
+	st := h.d.App().Store()
+	samples, err := st.ListUsage(ctx, ledger.UsageFilter{AnyHost: true})
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("the start pass's usage samples: %v, %v", samples, err)
+	}
+	earlier := samples[0]
+	earlier.At = earlier.At.Add(-time.Hour)
+	earlier.UsedBytes -= 1 << 20
+	earlier.AvailBytes += 1 << 20
+	if err := st.RecordUsage(ctx, []ledger.UsageSample{earlier}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, h.url)
+	b.login(h.token)
+	_, page := b.do("GET", "/", nil)
+	art := regexp.MustCompile(`(?s)<article class="fs" data-path="` + regexp.QuoteMeta(earlier.Path) + `">.*?</article>`).FindString(page)
+	if art == "" {
+		t.Fatalf("the overview has no article for %s:\n%s", earlier.Path, page)
+	}
+	line := regexp.MustCompile(`<svg class="chart"[^>]*>(?s:.*?)<polyline class="line" points="([^"]*)"`).FindStringSubmatch(art)
+	if line == nil || len(strings.Fields(line[1])) != 2 {
+		t.Fatalf("the chart of %s does not draw its two samples:\n%s", earlier.Path, art)
+	}
+	u, err := h.d.App().Usage(ctx, ops.UsageQuery{Path: earlier.Path})
+	if err != nil || len(u.Filesystems) != 1 || u.Filesystems[0].Forecast == nil {
+		t.Fatalf("usage of %s: %+v, %v", earlier.Path, u, err)
+	}
+	if text := u.Filesystems[0].Forecast.Text; !strings.Contains(art, `class="forecast-text"`) || !strings.Contains(art, html.EscapeString(text)) {
+		t.Errorf("the overview does not say the forecast %q:\n%s", text, art)
 	}
 }
