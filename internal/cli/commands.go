@@ -126,6 +126,7 @@ var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved pl
 		var st stepsFlag
 		fs.Var(&only, "runtime", "only this runtime `ID` (repeatable)")
 		fs.Var(&st, "step", "only this `STEP` (repeatable)")
+		announced := fs.Bool("announced", false, "carry out the archive or delete announced for each --runtime now, not at its due time")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("apply", args); err != nil {
 				return err
@@ -133,10 +134,13 @@ var applyCmd = spec{name: "apply", summary: "one pass now, or exactly a saved pl
 			if c.unconfigured() {
 				return usagef("apply acts only on configured sources, never on a discovery: write the configuration of what is found with \"reclaimer init --write reclaimer.toml\", review it, then run \"reclaimer --config reclaimer.toml apply\" (or give --repo PATH, --dir PATH)")
 			}
-			req := ops.ApplyRequest{Steps: st, Runtimes: refsOf(only), Trigger: "cli"}
+			req := ops.ApplyRequest{Steps: st, Runtimes: refsOf(only), Announced: *announced, Trigger: "cli"}
+			if *announced && (len(only) == 0 || len(st) > 0) {
+				return usagef("--announced carries out what was announced for named runtimes: give --runtime, and no --step")
+			}
 			if *planArg != "" {
-				if len(only) > 0 || len(st) > 0 {
-					return usagef("--plan cannot be combined with --runtime or --step: a saved plan is applied as it is")
+				if len(only) > 0 || len(st) > 0 || *announced {
+					return usagef("--plan cannot be combined with --runtime, --step or --announced: a saved plan is applied as it is")
 				}
 				if _, err := os.Stat(*planArg); err == nil || strings.ContainsRune(*planArg, '/') {
 					p, err := plan.Read(*planArg)
@@ -280,6 +284,10 @@ var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", 
 		output := fs.String("o", "", "output `FORMAT`: wide (every column: source, path, retention, lease, archive)")
 		backendName := fs.String("backend", "", "only this `BACKEND`'s runtimes")
 		state := fs.String("state", "", "only runtimes in this `STATE` (running, stopped, archived, ...)")
+		search := fs.String("search", "", "only runtimes whose ID, path, label, owner or pin reason contains `TEXT`")
+		sched := fs.Bool("scheduled", false, "only runtimes with an archive or delete announced")
+		sortBy := fs.String("sort", "", "order by `KEY`: size (largest first), activity (newest first), due (soonest first)")
+		desc := fs.Bool("desc", false, "reverse --sort")
 		return func(ctx context.Context, c *command, args []string) error {
 			if err := noArgs("ls", args); err != nil {
 				return err
@@ -288,8 +296,15 @@ var lsCmd = spec{name: "ls", summary: "the runtimes and what is known of them", 
 			if *output != "" && *output != "wide" {
 				return usagef("ls: -o %q: the only format is wide", *output)
 			}
+			if *sortBy != "" && !slices.Contains(ops.RuntimeSorts, *sortBy) {
+				return usagef("ls: --sort %q: one of %s", *sortBy, strings.Join(ops.RuntimeSorts, ", "))
+			}
+			if *desc && *sortBy == "" {
+				return usagef("ls: --desc reverses --sort: give --sort too")
+			}
 			return c.with(ctx, func(s ops.Service) error {
-				list, err := s.Runtimes(ctx, ops.RuntimeQuery{Backend: *backendName, State: *state, Observe: true, Sizes: true})
+				list, err := s.Runtimes(ctx, ops.RuntimeQuery{Backend: *backendName, State: *state, Observe: true, Sizes: true,
+					Search: *search, Scheduled: *sched, Sort: *sortBy, Desc: *desc})
 				if err != nil {
 					return err
 				}

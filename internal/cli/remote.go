@@ -126,7 +126,7 @@ func (r *remote) Plan(ctx context.Context, req ops.PlanRequest) (*views.Plan, er
 
 func (r *remote) Apply(ctx context.Context, req ops.ApplyRequest) (*views.Pass, error) {
 	body := openapi.PassRequest{DryRun: req.DryRun, Steps: steps(req.Steps), Runtimes: names(req.Runtimes),
-		Delete: req.Delete, PlanId: req.PlanID}
+		Delete: req.Delete, Announced: req.Announced, PlanId: req.PlanID}
 	if req.Plan != nil {
 		body.Plan = *req.Plan
 	}
@@ -161,7 +161,8 @@ func (r *remote) Runtimes(ctx context.Context, q ops.RuntimeQuery) (*views.Runti
 		limit = 10000
 	}
 	params := &openapi.ListRuntimesParams{Backend: q.Backend, Source: q.Source, State: q.State, Cursor: q.Cursor,
-		Limit: limit, Observe: q.Observe, Sizes: q.Sizes}
+		Limit: limit, Observe: q.Observe, Sizes: q.Sizes, Q: q.Search, Scheduled: q.Scheduled,
+		Sort: openapi.ListRuntimesParamsSort(q.Sort), Desc: q.Desc}
 	out := &views.RuntimeList{Runtimes: []views.Runtime{}}
 	for {
 		resp, err := r.api.ListRuntimesWithResponse(ctx, params)

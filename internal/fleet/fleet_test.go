@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -335,6 +336,18 @@ func TestFleetOfProcesses(t *testing.T) {
 			len(st.Fleet.Replicas) == 3 && st.Fleet.Replica == "r3"
 	})
 
+	// The follower's dashboard shows the replicas and who leads.
+	page := rs["r3"].dashboard(t, "/")
+	for _, want := range []string{`<strong id="leader">r1</strong>`, fmt.Sprintf(`<span id="generation">%d</span>`, st.Fleet.Generation),
+		`<tr data-replica="r1" class="alive">`, `<tr data-replica="r2" class="alive">`, `<tr data-replica="r3" class="alive">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("r3's overview lacks %s:\n%s", want, page)
+		}
+	}
+	if !regexp.MustCompile(`(?s)<tr data-replica="r1"[^>]*>.*?<strong>leader</strong>.*?</tr>`).MatchString(page) {
+		t.Errorf("r3's overview does not say r1 leads:\n%s", page)
+	}
+
 	// The leader says so in its metrics; a follower too.
 	for name, want := range map[string]string{"r1": "reclaimer_leader 1", "r3": "reclaimer_leader 0"} {
 		req, _ := http.NewRequest("GET", "http://replica/metrics", nil)
@@ -517,4 +530,34 @@ func TestFleetOfProcesses(t *testing.T) {
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// dashboard logs in to the replica's dashboard with its token and returns
+// the page at path.
+func (r *replica) dashboard(t *testing.T, path string) string {
+	t.Helper()
+	c := r.client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.PostForm("http://replica/login", url.Values{"token": {r.token}, "next": {path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+		t.Fatalf("dashboard login on %s: %s", r.name, resp.Status)
+	}
+	req, _ := http.NewRequest("GET", "http://replica"+path, nil)
+	for _, ck := range resp.Cookies() {
+		req.AddCookie(ck)
+	}
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s on %s: %s\n%s", path, r.name, resp.Status, data)
+	}
+	return string(data)
 }

@@ -105,6 +105,27 @@ func (e Step) Valid() bool {
 	}
 }
 
+// Defines values for ListRuntimesParamsSort.
+const (
+	ListRuntimesParamsSortActivity ListRuntimesParamsSort = "activity"
+	ListRuntimesParamsSortDue      ListRuntimesParamsSort = "due"
+	ListRuntimesParamsSortSize     ListRuntimesParamsSort = "size"
+)
+
+// Valid indicates whether the value is a known member of the ListRuntimesParamsSort enum.
+func (e ListRuntimesParamsSort) Valid() bool {
+	switch e {
+	case ListRuntimesParamsSortActivity:
+		return true
+	case ListRuntimesParamsSortDue:
+		return true
+	case ListRuntimesParamsSortSize:
+		return true
+	default:
+		return false
+	}
+}
+
 // Action defines model for Action.
 type Action = views.Action
 
@@ -312,6 +333,9 @@ type Pass = views.Pass
 
 // PassRequest defines model for PassRequest.
 type PassRequest struct {
+	// Announced carry out the step announced for each named runtime (its scheduled archive or delete) now, without waiting for its due time; every other rule holds (pins, leases, holds, busy; unsaved work archived first)
+	Announced bool `json:"announced,omitempty,omitzero"`
+
 	// Delete remove the named runtimes now (no notice)
 	Delete bool `json:"delete,omitempty,omitzero"`
 	DryRun bool `json:"dry_run,omitempty,omitzero"`
@@ -515,7 +539,22 @@ type ListRuntimesParams struct {
 
 	// Sizes measure each local runtime on disk
 	Sizes bool `form:"sizes,omitempty" json:"sizes,omitempty,omitzero"`
+
+	// Q keep the runtimes whose ID, backend, source, path, home, workspace, label, owner or pin reason contains it (case-insensitive)
+	Q string `form:"q,omitempty" json:"q,omitempty,omitzero"`
+
+	// Scheduled keep the runtimes with an archive or delete announced
+	Scheduled bool `form:"scheduled,omitempty" json:"scheduled,omitempty,omitzero"`
+
+	// Sort order by size (largest first; measures every runtime matched), activity (newest first) or due (soonest first, nothing due last) instead of key order: one page of limit runtimes, with no cursor
+	Sort ListRuntimesParamsSort `form:"sort,omitempty" json:"sort,omitempty,omitzero"`
+
+	// Desc reverse the sort
+	Desc bool `form:"desc,omitempty" json:"desc,omitempty,omitzero"`
 }
+
+// ListRuntimesParamsSort defines parameters for ListRuntimes.
+type ListRuntimesParamsSort string
 
 // ReleaseRuntimeParams defines parameters for ReleaseRuntime.
 type ReleaseRuntimeParams struct {
@@ -2186,6 +2225,38 @@ func NewListRuntimesRequest(server string, params *ListRuntimesParams) (*http.Re
 		}
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sizes", params.Sizes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scheduled", params.Scheduled, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "desc", params.Desc, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -7698,6 +7769,58 @@ func (siw *ServerInterfaceWrapper) ListRuntimes(w http.ResponseWriter, r *http.R
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sizes"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sizes", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "scheduled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "scheduled", r.URL.Query(), &params.Scheduled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "scheduled"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "scheduled", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", r.URL.Query(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sort"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sort", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "desc" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "desc", r.URL.Query(), &params.Desc, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "desc"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "desc", Err: err})
 		}
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend"
@@ -300,6 +301,12 @@ type ApplyRequest struct {
 	// Delete asks for the named runtimes' removal now (no notice), archived
 	// first when they hold unsaved work.
 	Delete bool
+	// Announced carries out the step announced for each named runtime
+	// (its scheduled archive or delete) now, without waiting for its due
+	// time: "reclaim now" on what a notice said would happen. Every rule
+	// but the notice period still applies (a pin, lease, hold or busy
+	// runtime is skipped, unsaved work is archived first).
+	Announced bool
 	// Rule and Why say what asked for the removal when that was not a
 	// person (policy.Request); the journal gives them as its reason.
 	Rule policy.Code
@@ -323,11 +330,14 @@ type ApplyRequest struct {
 // re-checked under the runtime's lock).
 func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) {
 	exact := req.PlanID != "" || req.Plan != nil
-	if exact && (len(req.Steps) > 0 || len(req.Runtimes) > 0 || req.Delete) {
+	if exact && (len(req.Steps) > 0 || len(req.Runtimes) > 0 || req.Delete || req.Announced) {
 		return nil, Input("plan_id", "a plan is applied as it is: it cannot be combined with steps or runtimes")
 	}
 	if req.Delete && len(req.Runtimes) == 0 {
 		return nil, Input("runtimes", "which runtimes to delete?")
+	}
+	if req.Announced && (req.Delete || len(req.Steps) > 0 || len(req.Runtimes) == 0) {
+		return nil, Input("runtimes", "an announced step is carried out for named runtimes, without steps or delete")
 	}
 	pr := PassRequest{Trigger: req.Trigger, DryRun: req.DryRun, Steps: req.Steps, Wait: a.holdWait(), Progress: req.Progress, Step: req.Step}
 	if pr.Trigger == "" {
@@ -358,7 +368,7 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 	switch {
 	case pr.Exact != nil:
 	default:
-		live := req.Delete
+		live := req.Delete || req.Announced
 		keys, err := a.resolveKeysLive(ctx, "runtimes", req.Runtimes, live)
 		if err != nil {
 			return nil, err
@@ -366,6 +376,11 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 		pr.Only = keys
 		if shared := a.sharedOnFollower(keys); len(shared) > 0 {
 			return nil, a.notLeading(ctx, fmt.Sprintf("%s (%d of the runtimes asked for)", shared[0], len(shared)))
+		}
+		if req.Announced {
+			if pr.Steps, pr.Requests, err = a.announced(ctx, keys); err != nil {
+				return nil, err
+			}
 		}
 		if req.Delete {
 			pr.Steps = []backend.Step{backend.StepDelete}
@@ -381,25 +396,49 @@ func (a *App) Apply(ctx context.Context, req ApplyRequest) (*views.Pass, error) 
 	if err != nil {
 		return nil, err
 	}
-	if req.Delete && res != nil {
-		notDone(p, res, pr.Only)
+	if (req.Delete || req.Announced) && res != nil {
+		notDone(p, res, pr.Requests)
 	}
 	return &views.Pass{Plan: p, Applied: res}, nil
 }
 
-// notDone adds, for each runtime asked to be deleted that the plan does
+// announced is the request of each runtime's announced step, and the
+// steps they are; a runtime with nothing announced refuses them all.
+func (a *App) announced(ctx context.Context, keys []backend.Key) ([]backend.Step, []policy.Request, error) {
+	var steps []backend.Step
+	var reqs []policy.Request
+	for i, k := range keys {
+		rec, err := a.store.Runtime(ctx, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		step := backend.Step(rec.ScheduledStep)
+		if step == "" {
+			return nil, nil, fmt.Errorf("runtimes[%d]: nothing is announced for %s (no archive or delete is scheduled): %w",
+				i, k, backend.ErrConflict)
+		}
+		if !slices.Contains(steps, step) {
+			steps = append(steps, step)
+		}
+		reqs = append(reqs, policy.Request{Key: k, Step: step})
+	}
+	return steps, reqs, nil
+}
+
+// notDone adds, for each runtime asked to be removed that the plan does
 // not act on, a skipped result saying why: a removal always answers for
 // every runtime named.
-func notDone(p *plan.Plan, res *plan.Applied, keys []backend.Key) {
+func notDone(p *plan.Plan, res *plan.Applied, reqs []policy.Request) {
 	acted := map[backend.Key]bool{}
 	for _, a := range p.Actions {
 		acted[a.Key()] = true
 	}
-	for _, k := range keys {
+	for _, rq := range reqs {
+		k := rq.Key
 		if acted[k] {
 			continue
 		}
-		r := plan.Result{Runtime: k.ID, Backend: k.Backend, Source: k.Source, Step: backend.StepDelete, Outcome: plan.Skip,
+		r := plan.Result{Runtime: k.ID, Backend: k.Backend, Source: k.Source, Step: rq.Step, Outcome: plan.Skip,
 			Code: plan.ChangedSincePlan, Reason: "nothing to do"}
 		for _, s := range p.Skipped {
 			if s.Key() == k {

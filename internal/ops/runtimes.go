@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -29,7 +30,22 @@ type RuntimeQuery struct {
 	Observe bool
 	// Sizes measures each local runtime on disk (a walk each).
 	Sizes bool
+	// Search keeps the runtimes whose ID, backend, source, path, home,
+	// workspace, label, owner or pin reason contains it (case-insensitive).
+	Search string
+	// Scheduled keeps the runtimes with an archive or delete announced.
+	Scheduled bool
+	// Sort orders the page by "size" (largest first; measures every
+	// runtime matched), "activity" (most recent first) or "due" (soonest
+	// first; nothing due last) instead of key order; Desc reverses it. A
+	// sorted listing is one page (Limit runtimes at most): it has no
+	// cursor.
+	Sort string
+	Desc bool
 }
+
+// The orders a listing can be sorted in (RuntimeQuery.Sort).
+var RuntimeSorts = []string{"size", "activity", "due"}
 
 // Runtimes lists the runtimes of the configured sources that the ledger
 // knows, in key order: what their backends last showed, with the ledger's
@@ -38,6 +54,17 @@ type RuntimeQuery struct {
 func (a *App) Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList, error) {
 	if q.Limit < 0 || q.Limit > 10000 {
 		return nil, Input("limit", "limit %d: between 1 and 10000", q.Limit)
+	}
+	if q.Sort != "" {
+		if !slices.Contains(RuntimeSorts, q.Sort) {
+			return nil, Input("sort", "sort %q: one of %s", q.Sort, strings.Join(RuntimeSorts, ", "))
+		}
+		if q.Cursor != "" {
+			return nil, Input("cursor", "a sorted listing is one page: it takes no cursor")
+		}
+	}
+	if q.Desc && q.Sort == "" {
+		return nil, Input("desc", "desc reverses a sort: give sort too")
 	}
 	w, err := a.worldFor(ctx, q.Observe)
 	if err != nil {
@@ -70,6 +97,12 @@ func (a *App) Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList,
 	if len(s.sources) == 0 {
 		out.Problems = append(out.Problems, noSources())
 	}
+	// A sorted listing takes every runtime matched, then orders and cuts.
+	limit := q.Limit
+	if q.Sort != "" {
+		limit = 0
+	}
+	search := strings.ToLower(q.Search)
 	const pageSize = 1000
 	for {
 		f.Limit = pageSize
@@ -81,21 +114,91 @@ func (a *App) Runtimes(ctx context.Context, q RuntimeQuery) (*views.RuntimeList,
 			if !shown(rec.Key) {
 				continue
 			}
-			if q.Limit > 0 && len(out.Runtimes) == q.Limit {
+			if q.Scheduled && rec.ScheduledStep == "" {
+				continue
+			}
+			v := a.runtimeView(rec, w.Find(rec.Key), d)
+			if search != "" && !matches(&v, search) {
+				continue
+			}
+			if limit > 0 && len(out.Runtimes) == limit {
 				out.NextCursor = encodeCursor(out.Runtimes[len(out.Runtimes)-1])
 				break
 			}
-			out.Runtimes = append(out.Runtimes, a.runtimeView(rec, w.Find(rec.Key), d))
+			out.Runtimes = append(out.Runtimes, v)
 		}
 		if out.NextCursor != "" || len(page) < pageSize {
 			break
 		}
 		f.After = page[len(page)-1].Key
 	}
-	if q.Sizes {
+	if q.Sizes || q.Sort == "size" {
 		a.measure(ctx, w, out.Runtimes)
 	}
+	if q.Sort != "" {
+		sortRuntimes(out.Runtimes, q.Sort, q.Desc)
+		if q.Limit > 0 && len(out.Runtimes) > q.Limit {
+			out.Runtimes = out.Runtimes[:q.Limit]
+		}
+	}
 	return out, nil
+}
+
+// matches tells whether any name of v contains search (lower case).
+func matches(v *views.Runtime, search string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), search) }
+	if has(v.ID) || has(v.Backend) || has(v.Source) || has(v.SourceLabel) || has(v.Path) || has(v.Home) ||
+		has(v.PinReason) || has(v.State) {
+		return true
+	}
+	for _, s := range slices.Concat(v.Workspaces, v.Conversations) {
+		if has(s) {
+			return true
+		}
+	}
+	for k, val := range v.Labels {
+		if has(k) || has(val) || has(k+"="+val) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortRuntimes orders list by size (largest first), activity (newest
+// first) or due time (soonest first, nothing due last), then by key; desc
+// reverses the order.
+func sortRuntimes(list []views.Runtime, by string, desc bool) {
+	byKey := func(a, b *views.Runtime) int {
+		return cmp.Or(cmp.Compare(a.Backend, b.Backend), cmp.Compare(a.Source, b.Source), cmp.Compare(a.ID, b.ID))
+	}
+	order := func(a, b *views.Runtime) int {
+		switch by {
+		case "size":
+			return cmp.Compare(b.SizeBytes, a.SizeBytes)
+		case "activity":
+			return b.LastActivity.Compare(a.LastActivity)
+		case "due":
+			if a.ScheduledDue.IsZero() || b.ScheduledDue.IsZero() {
+				return cmp.Compare(boolInt(a.ScheduledDue.IsZero()), boolInt(b.ScheduledDue.IsZero()))
+			}
+			return a.ScheduledDue.Compare(b.ScheduledDue)
+		}
+		return 0
+	}
+	slices.SortStableFunc(list, func(a, b views.Runtime) int {
+		c := cmp.Or(order(&a, &b), byKey(&a, &b))
+		if desc {
+			return -c
+		}
+		return c
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Runtime is one runtime.

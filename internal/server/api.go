@@ -60,7 +60,8 @@ func (a *api) ListRuntimes(w http.ResponseWriter, r *http.Request, p openapi.Lis
 		limit = 100
 	}
 	list, err := a.d.app.Runtimes(r.Context(), ops.RuntimeQuery{Backend: p.Backend, Source: p.Source, State: p.State,
-		Cursor: p.Cursor, Limit: limit, Observe: p.Observe, Sizes: p.Sizes})
+		Cursor: p.Cursor, Limit: limit, Observe: p.Observe, Sizes: p.Sizes, Search: p.Q, Scheduled: p.Scheduled,
+		Sort: string(p.Sort), Desc: p.Desc})
 	answer(w, http.StatusOK, list, err)
 }
 
@@ -300,8 +301,8 @@ func (a *api) RunPass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ar := ops.ApplyRequest{Steps: steps, Runtimes: refsOf(req.Runtimes), Delete: req.Delete, PlanID: req.PlanId,
-		DryRun: req.DryRun, Trigger: "api"}
+	ar := ops.ApplyRequest{Steps: steps, Runtimes: refsOf(req.Runtimes), Delete: req.Delete, Announced: req.Announced,
+		PlanID: req.PlanId, DryRun: req.DryRun, Trigger: "api"}
 	if req.Plan.ID != "" {
 		p := plan.Plan(req.Plan)
 		ar.Plan = &p

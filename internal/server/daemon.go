@@ -23,6 +23,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/clock"
 	"github.com/reclaimer/reclaimer/internal/config"
+	"github.com/reclaimer/reclaimer/internal/dashboard"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/ledger/sqlite"
@@ -101,6 +102,9 @@ type Daemon struct {
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
 	metrics *metrics
+	// dash is the dashboard at / (its event streams hear of passes and
+	// activity).
+	dash *dashboard.Dashboard
 
 	mu  sync.RWMutex
 	cur *setup
@@ -170,7 +174,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.cur = s
 	d.app, err = ops.Open(ctx, ops.Options{Config: cfg, Store: pendingStore{Store: d.raw, buf: d.acts},
-		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.acts.record,
+		WrapSources: opts.WrapSources, Clock: d.clock, Logger: d.log, Activity: d.recordActivity,
 		OnProtect: d.syncNativeOf, OnPass: d.onPass, Recover: true, Stop: d.stopCh, SampleUsage: true,
 		Lead: fenced.Lead, Locker: fenced.Locker, Fencer: fenced.Fencer, Postgres: fenced.Postgres})
 	if err != nil {
@@ -178,7 +182,19 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		d.raw.Close()
 		return nil, err
 	}
+	d.dash = dashboard.New(dashboard.Options{App: d.app, Token: func() [sha256.Size]byte { return d.setupNow().token },
+		Clock: d.clock, Version: opts.Version, Logger: d.log, Stop: d.stopCh})
 	return d, nil
+}
+
+// recordActivity buffers activity reports and tells the dashboard's live
+// pages.
+func (d *Daemon) recordActivity(ctx context.Context, batch []ledger.Activity) error {
+	err := d.acts.record(ctx, batch)
+	if err == nil && d.dash != nil {
+		d.dash.Publish("activity")
+	}
+	return err
 }
 
 func loadConfig(path string) (*config.Config, error) {

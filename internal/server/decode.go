@@ -271,8 +271,8 @@ func decodePass(data []byte) (openapi.PassRequest, []backend.Step, error) {
 		return v, nil, err
 	}
 	exact := v.PlanId != "" || v.Plan.ID != ""
-	if exact && (len(v.Steps) > 0 || len(v.Runtimes) > 0 || v.Delete) {
-		return v, nil, badRequest("plan_id", "a plan is applied as it is: it cannot be combined with steps, runtimes or delete")
+	if exact && (len(v.Steps) > 0 || len(v.Runtimes) > 0 || v.Delete || v.Announced) {
+		return v, nil, badRequest("plan_id", "a plan is applied as it is: it cannot be combined with steps, runtimes, delete or announced")
 	}
 	if v.PlanId != "" && v.Plan.ID != "" {
 		return v, nil, badRequest("plan", "give plan_id or plan, not both")

@@ -15,8 +15,9 @@ import (
 )
 
 // Handler is the whole HTTP API: the generated router over the handlers,
-// /metrics, and JSON errors for what matches no route; all behind the
-// stop check and the token check.
+// /metrics, and JSON errors for what matches no route under /v1/; the
+// dashboard at every other path; all behind the stop check, and the API
+// behind the token check (the dashboard checks its sessions itself).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	openapi.HandlerWithOptions(&api{d: d}, openapi.StdHTTPServerOptions{
@@ -25,21 +26,30 @@ func (d *Daemon) Handler() http.Handler {
 		Middlewares:      []openapi.MiddlewareFunc{d.timed},
 	})
 	mux.Handle("GET /metrics", d.metrics.handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("no endpoint %s %s (see /openapi.json): %w", r.Method, r.URL.Path, backend.ErrNotFound))
 	})
+	mux.Handle("/", d.dash)
 	return d.guard(mux)
 }
 
-// guard answers 503 while stopping and 401 without the right token;
-// /healthz needs no token.
+// isAPI tells whether path is the API's (the bearer token's), not the
+// dashboard's.
+func isAPI(path string) bool {
+	return path == "/v1" || strings.HasPrefix(path, "/v1/") || path == "/openapi.json" || path == "/metrics" || path == "/healthz"
+}
+
+// guard answers 503 while stopping and, on the API's paths, 401 without
+// the right token; /healthz needs no token. The dashboard's paths go to
+// the dashboard, which lets nothing but its login form and assets through
+// without a session.
 func (d *Daemon) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.stopping.Load() {
 			writeError(w, ops.ErrShuttingDown)
 			return
 		}
-		if r.URL.Path != "/healthz" && !d.authorized(r) {
+		if isAPI(r.URL.Path) && r.URL.Path != "/healthz" && !d.authorized(r) {
 			writeError(w, ops.ErrUnauthorized)
 			return
 		}

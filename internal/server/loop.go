@@ -40,6 +40,9 @@ func (d *Daemon) onPass(rep ops.PassReport) {
 	if !rep.Request.DryRun {
 		d.logPass(rep)
 	}
+	if d.dash != nil && !rep.Request.DryRun {
+		d.dash.Publish("pass")
+	}
 	d.event(Event{Kind: "pass", Pass: &rep})
 }
 
