@@ -18,6 +18,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
+	"github.com/reclaimer/reclaimer/internal/humanize"
 	"github.com/reclaimer/reclaimer/internal/sink"
 )
 
@@ -493,18 +494,7 @@ func joinAnd(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func bytesText(n int64) string { return humanize.Bytes(n) }
 
 // Worktree is what ExportWorktree needs of a git worktree.
 type Worktree struct {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/reclaimer/reclaimer/internal/humanize"
 )
 
 // funcs are the templates' formatting helpers: how a view is written, not
@@ -44,16 +46,7 @@ func humanBytes(n int64) string {
 	if n < 0 {
 		return "—"
 	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return humanize.Bytes(n)
 }
 
 // relative writes t from now: "in 3h 5m", "12m ago", "now".
