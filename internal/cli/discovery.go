@@ -96,14 +96,7 @@ func printDiscovery(w io.Writer, d views.Discovery) {
 			}
 		}
 		for _, f := range s.Found {
-			line := "      " + f.What + " " + f.Path + f.Container
-			if f.Branch != "" {
-				line += " on " + f.Branch
-			}
-			if f.State != "" {
-				line += " (" + f.State + ")"
-			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, "      "+f.String())
 		}
 		for _, n := range s.Notes {
 			fmt.Fprintf(w, "    note: %s\n", n)

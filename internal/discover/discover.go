@@ -78,6 +78,20 @@ type Found struct {
 	Mounts    []string `json:"mounts,omitempty"`
 }
 
+// String is f in one line, as plan and init show it: "worktree
+// /home/me/.codex/worktrees/x/repo on codex/x", "container openhands-1
+// (exited)".
+func (f Found) String() string {
+	line := f.What + " " + f.Path + f.Container
+	if f.Branch != "" {
+		line += " on " + f.Branch
+	}
+	if f.State != "" {
+		line += " (" + f.State + ")"
+	}
+	return line
+}
+
 // Place is one place discovery looked at, and what it found there.
 type Place struct {
 	Path string `json:"path"` // a folder, a file, or "docker" for the Engine

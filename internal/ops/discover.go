@@ -207,13 +207,7 @@ func sourceComment(s discover.Source, v views.DiscoveredSource) string {
 	}
 	b.WriteString(comment(fmt.Sprintf("%s (%s): %d found in %s.", agent, s.Kind, len(s.Found), strings.Join(s.Looked, ", "))))
 	for _, f := range s.Found {
-		line := "  " + f.What + " " + f.Path + f.Container
-		if f.Branch != "" {
-			line += " on " + f.Branch
-		}
-		if f.State != "" {
-			line += " (" + f.State + ")"
-		}
+		line := "  " + f.String()
 		b.WriteString(comment(line))
 	}
 	for _, n := range s.Notes {
