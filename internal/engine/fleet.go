@@ -130,19 +130,8 @@ func (e *Engine) readScoped(ctx context.Context, sr ledger.ScopedReader, v *ledg
 		return nil, fmt.Errorf("observe: read runtimes: %w", err)
 	}
 	for _, name := range names {
-		var after ledger.Key
-		for {
-			page, err := e.opts.Ledger.ListRuntimes(ctx, ledger.RuntimeFilter{Source: name, After: after, Limit: 10000, Decided: true})
-			if err != nil {
-				return nil, fmt.Errorf("observe: read runtimes: %w", err)
-			}
-			for _, r := range page {
-				v.records[r.Key] = r
-			}
-			if len(page) < 10000 {
-				break
-			}
-			after = page[len(page)-1].Key
+		if err := readDecided(ctx, e.opts.Ledger, name, v.records); err != nil {
+			return nil, err
 		}
 	}
 	return v, nil

@@ -444,21 +444,29 @@ func (e *Engine) readLedger(ctx context.Context, now time.Time) (*ledgerView, er
 	if v.states, err = st.RuntimeStates(ctx); err != nil {
 		return nil, fmt.Errorf("observe: read runtimes: %w", err)
 	}
+	if err := readDecided(ctx, st, "", v.records); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// readDecided reads the decided runtime records of one source ("" every
+// source) into records, in pages of 10,000.
+func readDecided(ctx context.Context, st ledger.Store, source string, records map[ledger.Key]ledger.RuntimeRecord) error {
 	var after ledger.Key
 	for {
-		page, err := st.ListRuntimes(ctx, ledger.RuntimeFilter{After: after, Limit: 10000, Decided: true})
+		page, err := st.ListRuntimes(ctx, ledger.RuntimeFilter{Source: source, After: after, Limit: 10000, Decided: true})
 		if err != nil {
-			return nil, fmt.Errorf("observe: read runtimes: %w", err)
+			return fmt.Errorf("observe: read runtimes: %w", err)
 		}
 		for _, r := range page {
-			v.records[r.Key] = r
+			records[r.Key] = r
 		}
 		if len(page) < 10000 {
-			break
+			return nil
 		}
 		after = page[len(page)-1].Key
 	}
-	return v, nil
 }
 
 // recordOf returns the record of k: whole when it carries a decision, else
