@@ -268,6 +268,12 @@ func (a *App) ReportActivity(ctx context.Context, ref Ref, at time.Time) error {
 	return a.record(ctx, []ledger.Activity{{Key: k, At: at}})
 }
 
+// LoadKeys reads the key and state of every runtime in the ledger once, so
+// that activity reports (the hot path) and names resolve without a ledger
+// read each. A daemon calls it when it starts; until it returns, a report
+// of a runtime not known yet reads its record.
+func (a *App) LoadKeys(ctx context.Context) error { return a.keys.load(ctx, a.store) }
+
 // ActivityReport is one report of a batch.
 type ActivityReport struct {
 	Backend, Source, ID string
@@ -332,6 +338,13 @@ func (a *App) activityKey(ctx context.Context, ref Ref) (backend.Key, error) {
 	}
 	if state, ok := a.keys.get(k); ok {
 		return k, liveState(resolved{k, state})
+	}
+	if a.keys.isLoaded() {
+		// The whole ledger was read (a daemon reads it at start, see
+		// LoadKeys): what it lacked, and no pass has seen since, is a
+		// runtime not seen yet. No read per new runtime on the hot path.
+		a.keys.set(k, "")
+		return k, nil
 	}
 	rec, err := a.store.Runtime(ctx, k)
 	switch {

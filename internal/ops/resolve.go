@@ -246,6 +246,7 @@ func (a *App) ambiguous(ref Ref, found []resolved) error {
 // without a ledger read. Passes refresh it; a miss reads the ledger.
 type keyCache struct {
 	mu     sync.RWMutex
+	loadMu sync.Mutex // one ledger read at a time: concurrent callers wait for it
 	loaded bool
 	states map[backend.Key]string
 	ids    map[string][]backend.Key
@@ -257,10 +258,12 @@ func newKeyCache() *keyCache {
 
 // load reads every key of the ledger once (again after observeForNames).
 func (c *keyCache) load(ctx context.Context, st ledger.Store) error {
-	c.mu.RLock()
-	done := c.loaded
-	c.mu.RUnlock()
-	if done {
+	if c.isLoaded() {
+		return nil
+	}
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	if c.isLoaded() {
 		return nil
 	}
 	states, err := st.RuntimeStates(ctx)
@@ -274,6 +277,14 @@ func (c *keyCache) load(ctx context.Context, st ledger.Store) error {
 	c.loaded = true
 	c.mu.Unlock()
 	return nil
+}
+
+// isLoaded reports whether the whole ledger was read since the last
+// invalidate: a key missing then is a runtime the ledger does not hold.
+func (c *keyCache) isLoaded() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.loaded
 }
 
 func (c *keyCache) invalidate() {

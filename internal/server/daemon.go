@@ -390,7 +390,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Lock()
 	d.runCtx = runCtx
 	d.mu.Unlock()
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		// Known keys, read once: activity reports then find their runtime
+		// without a ledger read each (until this ends, a report of a
+		// runtime not known yet reads its record).
+		if err := d.app.LoadKeys(runCtx); err != nil && runCtx.Err() == nil {
+			d.log.Warn("read the ledger's runtimes for activity reports", "err", err)
+		}
+	}()
 	go func() { defer wg.Done(); d.loop(runCtx) }()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
 	// The elector outlives the loop: a stopping leader finishes the
