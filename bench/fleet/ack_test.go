@@ -273,7 +273,8 @@ func benchAcks(b *testing.B, perRequest int) {
 		wg.Wait()
 		// drain: how long after the last report was due its answer came.
 		share := float64(ackRate) / ackReplicas
-		lastDue := began.Add(time.Duration(float64(int(share*ackSeconds)-perRequest) / share * float64(time.Second)))
+		lastN := (int(share*ackSeconds) - 1) / perRequest * perRequest
+		lastDue := began.Add(time.Duration(float64(lastN) / share * float64(time.Second)))
 		drain := lastAck.Sub(lastDue)
 		stopSample()
 		<-sampleDone
