@@ -343,6 +343,64 @@ func TestListingTimeIsBounded(t *testing.T) {
 	}
 }
 
+// stallsOnIDs lists lightly at once but stalls a narrowed re-read (a
+// provider whose GET /runtimes/{id} never answers) until its context ends.
+type stallsOnIDs struct{ *remoteish }
+
+func (s stallsOnIDs) List(ctx context.Context, opts backend.ListOptions) ([]backend.Runtime, error) {
+	if len(opts.IDs) > 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.remoteish.List(ctx, opts)
+}
+
+// TestNarrowedReadTimeIsBounded: the re-read of a lightly listed runtime
+// is bounded by its source's list_timeout like the listing: past it, that
+// runtime is a source_partial problem, left alone in this pass, and the
+// other sources are planned.
+func TestNarrowedReadTimeIsBounded(t *testing.T) {
+	// No policy of the slow source reads activity, so it is listed
+	// lightly; s1 has a retention of its own, so it is re-read.
+	slow := stallsOnIDs{newRemoteish("s1")}
+	eng, store := newEngine(t, engine.Source{Name: "slow", Backend: slow, Settings: policy.Settings{Grace: time.Hour},
+		ListTimeout: 50 * time.Millisecond}, engine.Source{Name: "fast", Backend: newRemoteish("f1"), Settings: idle})
+	ctx := context.Background()
+	if _, _, err := eng.Plan(ctx, engine.PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Minute
+	if _, err := store.Update(ctx, backend.Key{Source: "slow", Backend: "sbx", ID: "s1"}, func(r *ledger.RuntimeRecord) error {
+		r.RetentionOverride = &d
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the pass's own bound, far above list_timeout
+	defer cancel()
+	p, _, err := eng.Plan(pctx, engine.PlanOptions{})
+	if err != nil {
+		t.Fatalf("plan: %v (the stalled re-read ran into the pass's bound)", err)
+	}
+	var partial *plan.Problem
+	for i := range p.Problems {
+		if p.Problems[i].Code == plan.SourcePartial && p.Problems[i].Source == "slow" {
+			partial = &p.Problems[i]
+		}
+	}
+	if partial == nil || !strings.Contains(partial.Message, "list_timeout") || !strings.Contains(partial.Message, "s1") {
+		t.Fatalf("no source_partial problem naming list_timeout and s1: %+v", p.Problems)
+	}
+	for _, a := range p.Actions {
+		if a.Source == "slow" {
+			t.Errorf("s1 was planned although it could not be re-read: %+v", a)
+		}
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Source != "fast" {
+		t.Errorf("actions %+v, want the fast source's", p.Actions)
+	}
+}
+
 // waiter is a source that counts the listings under way when it was
 // asked to list, and stalls until its context ends when stall is set.
 type waiter struct {

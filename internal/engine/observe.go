@@ -323,18 +323,9 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			defer release()
 			slow := time.AfterFunc(e.opts.SlowListing, release)
 			defer slow.Stop()
-			lctx, cancel := ctx, context.CancelFunc(func() {})
-			if src.ListTimeout > 0 {
-				lctx, cancel = context.WithTimeout(ctx, src.ListTimeout)
-			}
-			defer cancel()
-			l, _ := backend.As[backend.Lister](src.Backend)
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
-			rts, err := l.List(lctx, backend.ListOptions{IDs: ids, Light: light})
-			if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
-				err = &listTimeout{d: src.ListTimeout, err: err}
-			}
+			rts, err := listWithin(ctx, src, backend.ListOptions{IDs: ids, Light: light})
 			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}
 		})
 	}
@@ -795,7 +786,8 @@ func (e *Engine) attachRecord(ctx context.Context, s *Seen, now time.Time) error
 // GET /runtimes/r1) is that source's problem, not the pass's: its
 // runtimes that could not be re-read are reported (source_partial) and
 // marked busy for this pass, so nothing acts on what was not read, and
-// every other runtime goes on. It fails only when ctx ends.
+// every other runtime goes on; a read that takes longer than the source's
+// list_timeout is such a failure. It fails only when ctx ends.
 func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error {
 	bySource := map[*Source][]*Seen{}
 	for _, s := range seen {
@@ -808,8 +800,7 @@ func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error
 		for i, s := range list {
 			ids[i] = s.Runtime.ID
 		}
-		l, _ := backend.As[backend.Lister](src.Backend)
-		rts, err := l.List(ctx, backend.ListOptions{IDs: ids})
+		rts, err := listWithin(ctx, src, backend.ListOptions{IDs: ids})
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -850,6 +841,23 @@ func (e *Engine) ObserveFully(ctx context.Context, w *World, seen []*Seen) error
 	}
 	e.readIdleClocks(ctx, seen)
 	return nil
+}
+
+// listWithin lists src within its ListTimeout (a listing, and the
+// narrowed re-read of ObserveFully): a provider that stops answering
+// costs the pass that source's runtimes, not the rest of the pass.
+func listWithin(ctx context.Context, src *Source, opts backend.ListOptions) ([]backend.Runtime, error) {
+	l, _ := backend.As[backend.Lister](src.Backend)
+	if src.ListTimeout <= 0 {
+		return l.List(ctx, opts)
+	}
+	lctx, cancel := context.WithTimeout(ctx, src.ListTimeout)
+	defer cancel()
+	rts, err := l.List(lctx, opts)
+	if err != nil && ctx.Err() == nil && (errors.Is(lctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
+		err = &listTimeout{d: src.ListTimeout, err: err}
+	}
+	return rts, err
 }
 
 // clamped says which provider times clampTimes replaced.
