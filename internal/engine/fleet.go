@@ -28,6 +28,13 @@ import (
 // errNotLeading is why an action of a shared source was not taken.
 var errNotLeading = errors.New("this replica does not lead (any more): the leader acts on remote sources")
 
+// Refused tells whether err is a write refused because this replica's
+// term ended: by the lease row (ledger.ErrFenced), or by its own clock
+// before the write was tried.
+func Refused(err error) bool {
+	return errors.Is(err, ledger.ErrFenced) || errors.Is(err, errNotLeading)
+}
+
 // gated reports whether src is acted on only by the leader.
 func (e *Engine) gated(src *Source) bool { return e.opts.Lead != nil && src.Shared }
 
