@@ -186,6 +186,7 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 		if err != nil {
 			res.Messages = append(res.Messages, fmt.Sprintf("announce %s of %s: %v", n.Step, k, err))
 		} else {
+			res.Announced = append(res.Announced, n)
 			res.Messages = append(res.Messages, fmt.Sprintf("%s of %s scheduled for %s: %s", n.Step, k, n.Due.Format(time.RFC3339), n.Reason))
 		}
 	}

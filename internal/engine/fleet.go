@@ -99,6 +99,15 @@ func (e *Engine) writeFor(ctx context.Context, k backend.Key, fn func(ctx contex
 	return e.write(ctx, t, fn)
 }
 
+// WriteFor runs fn on the ledger for the runtime k: fenced by the
+// current term when k's source is shared (refused, Refused(err), when this
+// replica does not lead or its lease was taken over), directly otherwise.
+// It is for what the daemon writes of a runtime beside a pass (the journal
+// rows of a notice's delivery).
+func (e *Engine) WriteFor(ctx context.Context, k backend.Key, fn func(ctx context.Context, st ledger.Store) error) error {
+	return e.writeFor(ctx, k, fn)
+}
+
 // callCtx is the context of a backend call under term t: it ends when
 // the term ends, so a leader stopped in the middle does not go on after
 // its lease. It fails at once when the term is over already.

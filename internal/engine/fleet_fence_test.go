@@ -496,3 +496,67 @@ func TestFencedArchiveRecord(t *testing.T) {
 		t.Errorf("the new leader archived %d sandboxes, want 2", len(res.Results))
 	}
 }
+
+// TestFencedAnnouncements: the notices a leader schedules after its lease
+// was taken over (between its plan and its apply) are refused, and its
+// apply gives none to announce (a webhook of a notice nobody recorded
+// would be sent again by the next leader, which schedules it); the new
+// leader's are recorded once and given to announce.
+func TestFencedAnnouncements(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	fake := fakes.NewE2B(t, "key", time.Now)
+	for _, id := range []string{"sb-0", "sb-1"} {
+		fake.Add(fakes.E2BSandbox{ID: id, Metadata: map[string]string{"fleet": "t"}, State: "paused",
+			StartedAt: time.Now().Add(-2 * time.Hour), EndAt: time.Now().Add(48 * time.Hour)})
+	}
+	// Past their retention: a delete announced a day ahead.
+	source := func() engine.Source {
+		s := e2bSource(t, fake)
+		s.Settings = policy.Settings{Retention: time.Hour, Grace: 24 * time.Hour}
+		return s
+	}
+	a, b, take := staleAndNew(t, url, []engine.Source{source()}, []engine.Source{source()})
+	ctx := t.Context()
+	plans := func(r *replica) (*plan.Plan, *engine.World) {
+		t.Helper()
+		p, w, err := r.eng.Plan(ctx, engine.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Scheduled) != 2 {
+			t.Fatalf("%d notices scheduled, want 2: %+v", len(p.Scheduled), p)
+		}
+		return p, w
+	}
+	p, w := plans(a)
+	if err := take(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.eng.Apply(ctx, p, engine.ApplyOptions{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Announced) != 0 {
+		t.Errorf("the stale leader gave %d notices to announce", len(res.Announced))
+	}
+	if !strings.Contains(strings.Join(res.Messages, "\n"), ledger.ErrFenced.Error()) {
+		t.Errorf("the stale leader's messages do not say its notices were refused: %q", res.Messages)
+	}
+	for _, id := range []string{"sb-0", "sb-1"} {
+		if n := noticesOf(t, b.st, sbKey(id), "scheduled"); n != 0 {
+			t.Errorf("%s: %d scheduled notices written by the stale leader", id, n)
+		}
+	}
+	p, w = plans(b)
+	if res, err = b.eng.Apply(ctx, p, engine.ApplyOptions{World: w}); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Announced) != 2 {
+		t.Fatalf("the new leader gave %d notices to announce, want 2", len(res.Announced))
+	}
+	for _, id := range []string{"sb-0", "sb-1"} {
+		if n := noticesOf(t, b.st, sbKey(id), "scheduled"); n != 1 {
+			t.Errorf("%s: %d scheduled notices, want 1", id, n)
+		}
+	}
+}
