@@ -17,8 +17,9 @@ import (
 // its writes fenced by the lease's generation.
 //
 // With Options.Lead set, a shared source is listed, planned, applied and
-// recovered only while Lead returns a valid term. Every journal intent and
-// state change of a shared source's runtime is written through
+// recovered only while Lead returns a valid term. Every write of a shared
+// source's runtimes (what its listing saw, notices, journal intents, state
+// marks, archive records, outcomes, recovery's) goes through
 // Options.Fencer under the term's fence, and the backend is called only
 // after that write committed, while the term is still valid, with a
 // context that ends with the term. A replica that lost the lead (or never
