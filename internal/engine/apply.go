@@ -244,15 +244,16 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 	case err != nil:
 		return failed(r, fmt.Errorf("journal intent: %w", err)), nil
 	}
-	r, chans, mark := e.execute(ctx, p, a, seen, term)
+	r, chans, mark, release := e.execute(ctx, p, a, seen, term)
+	defer release()
 	now := e.opts.Now().UTC()
 	outcome := ledger.Outcome{Result: string(r.Outcome), Reason: r.Reason, FreedBytes: a.Bytes, At: now}
 	if r.Outcome != plan.Done {
 		outcome.FreedBytes = 0
 	}
-	// The closing write, in one fenced transaction for a shared source's
-	// runtime: the state the step left (a suspend's), the notice of a
-	// failed removal, the outcome. Refused (the term ended during the
+	// The closing write, still under the runtime's lock, in one fenced
+	// transaction for a shared source's runtime: the state the step left
+	// (a suspend's), the notice of a failed removal, the outcome. Refused (the term ended during the
 	// step), none of it is written: the entry stays unfinished, and the
 	// next leader's recovery finishes it from what it observes.
 	err = e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
@@ -307,12 +308,20 @@ func failed(r plan.Result, err error) plan.Result {
 
 // execute does the step, under the runtime's lock for the parts that
 // change anything. mark, when set, is the state the step left, for the
-// caller to write with the outcome.
+// caller to write with the outcome; release ends the runtime's lock (and
+// the backend's), which the caller calls once it wrote them, so that the
+// state flips under the lock. release is never nil.
 func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen, term *leader.Term) (
-	r plan.Result, chans []<-chan int64, mark func(context.Context, ledger.Store) error) {
+	r plan.Result, chans []<-chan int64, mark func(context.Context, ledger.Store) error, release func()) {
 	r = resultOf(a)
-	fail := func(err error) (plan.Result, []<-chan int64, func(context.Context, ledger.Store) error) {
-		return failed(r, err), nil, nil
+	var held []func() // released in reverse order
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
+	}
+	fail := func(err error) (plan.Result, []<-chan int64, func(context.Context, ledger.Store) error, func()) {
+		return failed(r, err), nil, nil, release
 	}
 	b := seen.Source.Backend
 	rt := *seen.Runtime
@@ -352,16 +361,16 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	unlock, err := e.lockRuntime(lockCtx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
-		return r, nil, nil
+		return r, nil, nil, release
 	}
-	defer unlock()
-	locked, change, release, err := e.recheckLocked(ctx, a, seen)
+	held = append(held, unlock)
+	locked, change, unlockBackend, err := e.recheckLocked(ctx, a, seen)
 	if err != nil {
 		return fail(err)
 	}
-	defer release()
+	held = append(held, unlockBackend)
 	if !change.IsZero() {
-		return change.skip(r), nil, nil
+		return change.skip(r), nil, nil, release
 	}
 	rt = *locked.Runtime
 	// A shared source's backend is called only while the term holds, and
@@ -369,7 +378,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	ctx, endCall, err := callCtx(ctx, term)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, err.Error()
-		return r, nil, nil
+		return r, nil, nil, release
 	}
 	defer endCall()
 
@@ -404,7 +413,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err != nil {
 			return fail(err)
 		} else if !change.IsZero() {
-			return change.skip(r), nil, nil
+			return change.skip(r), nil, nil, release
 		}
 		if off != "" {
 			r.Reason = off
@@ -444,7 +453,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			// the runtime still there and plans it again.
 			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID) // refused, most likely: the next leader's listing corrects it
 			r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, errNotLeading.Error()
-			return r, nil, nil
+			return r, nil, nil, release
 		}
 		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard, Step: a.Step}); err != nil {
 			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID)
@@ -452,7 +461,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 	r.Outcome = plan.Done
-	return r, chans, mark
+	return r, chans, mark, release
 }
 
 // noDeleteOnSuspend enforces, under the runtime's lock, the rule "no
