@@ -186,6 +186,7 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 		if err != nil {
 			res.Messages = append(res.Messages, fmt.Sprintf("announce %s of %s: %v", n.Step, k, err))
 		} else {
+			res.Announced = append(res.Announced, n)
 			res.Messages = append(res.Messages, fmt.Sprintf("%s of %s scheduled for %s: %s", n.Step, k, n.Due.Format(time.RFC3339), n.Reason))
 		}
 	}
@@ -234,18 +235,51 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 			Step: string(a.Step), Paths: a.Paths, Reason: a.Reason, At: e.opts.Now().UTC()})
 		return err
 	})
-	if err != nil {
+	switch {
+	case Refused(err):
+		// The term ended under us (the lease row was taken over): nothing
+		// was journaled, nothing is done; the leader acts on it.
+		r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, errNotLeading.Error()
+		return r, nil
+	case err != nil:
 		return failed(r, fmt.Errorf("journal intent: %w", err)), nil
 	}
-	r, chans := e.execute(ctx, p, a, seen, term)
-	if r.Outcome == plan.Failed && a.Step.Destructive() {
-		e.recordFailure(ctx, a, r.Reason)
-	}
-	outcome := ledger.Outcome{Result: string(r.Outcome), Reason: r.Reason, FreedBytes: a.Bytes, At: e.opts.Now().UTC()}
+	r, chans, mark, release := e.execute(ctx, p, a, seen, term)
+	defer release()
+	now := e.opts.Now().UTC()
+	outcome := ledger.Outcome{Result: string(r.Outcome), Reason: r.Reason, FreedBytes: a.Bytes, At: now}
 	if r.Outcome != plan.Done {
 		outcome.FreedBytes = 0
 	}
-	if err := e.opts.Ledger.RecordOutcome(ctx, intent, outcome); err != nil {
+	// The closing write, still under the runtime's lock, in one fenced
+	// transaction for a shared source's runtime: the state the step left
+	// (a suspend's), the notice of a failed removal, the outcome. Refused (the term ended during the
+	// step), none of it is written: the entry stays unfinished, and the
+	// next leader's recovery finishes it from what it observes.
+	err = e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
+		var errs []error
+		if mark != nil {
+			errs = append(errs, mark(ctx, st))
+		}
+		if r.Outcome == plan.Failed && a.Step.Destructive() {
+			// Whoever watches notices learns why the runtime stays.
+			_, err := st.RecordNotice(ctx, failureNotice(a, r.Reason, now))
+			errs = append(errs, err)
+		}
+		errs = append(errs, st.RecordOutcome(ctx, intent, outcome))
+		return errors.Join(errs...)
+	})
+	switch {
+	case Refused(err) && r.Outcome == plan.Failed:
+		// Its failure was not recorded, so it is not announced either:
+		// the new leader's recovery closes the entry and plans it again.
+		r.Outcome, r.Code = plan.Pending, plan.Stopped
+		r.Reason = fmt.Sprintf("%s (this replica no longer leads: not recorded; the leader acts on it)", r.Reason)
+		e.log.Warn("journal outcome refused: this replica no longer leads", "runtime", a.Key().Unique(), "err", err)
+	case Refused(err):
+		e.log.Warn("journal outcome refused: this replica no longer leads; the leader's recovery finishes the entry",
+			"runtime", a.Key().Unique(), "outcome", r.Outcome, "err", err)
+	case err != nil:
 		e.log.Error("journal outcome", "runtime", a.Key().Unique(), "err", err)
 	}
 	return r, chans
@@ -273,10 +307,22 @@ func failed(r plan.Result, err error) plan.Result {
 }
 
 // execute does the step, under the runtime's lock for the parts that
-// change anything.
-func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen, term *leader.Term) (plan.Result, []<-chan int64) {
-	r := resultOf(a)
-	fail := func(err error) (plan.Result, []<-chan int64) { return failed(r, err), nil }
+// change anything. mark, when set, is the state the step left, for the
+// caller to write with the outcome; release ends the runtime's lock (and
+// the backend's), which the caller calls once it wrote them, so that the
+// state flips under the lock. release is never nil.
+func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen *Seen, term *leader.Term) (
+	r plan.Result, chans []<-chan int64, mark func(context.Context, ledger.Store) error, release func()) {
+	r = resultOf(a)
+	var held []func() // released in reverse order
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i]()
+		}
+	}
+	fail := func(err error) (plan.Result, []<-chan int64, func(context.Context, ledger.Store) error, func()) {
+		return failed(r, err), nil, nil, release
+	}
 	b := seen.Source.Backend
 	rt := *seen.Runtime
 
@@ -315,16 +361,16 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	unlock, err := e.lockRuntime(lockCtx, rt.Key)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Skip, plan.LockedByAnother, err.Error()
-		return r, nil
+		return r, nil, nil, release
 	}
-	defer unlock()
-	locked, change, release, err := e.recheckLocked(ctx, a, seen)
+	held = append(held, unlock)
+	locked, change, unlockBackend, err := e.recheckLocked(ctx, a, seen)
 	if err != nil {
 		return fail(err)
 	}
-	defer release()
+	held = append(held, unlockBackend)
 	if !change.IsZero() {
-		return change.skip(r), nil
+		return change.skip(r), nil, nil, release
 	}
 	rt = *locked.Runtime
 	// A shared source's backend is called only while the term holds, and
@@ -332,11 +378,10 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 	ctx, endCall, err := callCtx(ctx, term)
 	if err != nil {
 		r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, err.Error()
-		return r, nil
+		return r, nil, nil, release
 	}
 	defer endCall()
 
-	var chans []<-chan int64
 	discard := func(path string) error {
 		ch, err := e.discard(rt.Root, path)
 		if err == nil {
@@ -368,7 +413,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err != nil {
 			return fail(err)
 		} else if !change.IsZero() {
-			return change.skip(r), nil
+			return change.skip(r), nil, nil, release
 		}
 		if off != "" {
 			r.Reason = off
@@ -376,7 +421,10 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		if err := s.Suspend(ctx, rt, backend.SuspendOptions{Reason: a.Reason}); err != nil {
 			return fail(err)
 		}
-		e.markState(ctx, term, rt, backend.StateSuspended, "")
+		// Marked with the outcome, in one write (fenced in a fleet).
+		mark = func(ctx context.Context, st ledger.Store) error {
+			return markIn(ctx, st, rt, backend.StateSuspended, "", e.opts.Now().UTC())
+		}
 	case backend.StepArchive, backend.StepDelete:
 		d, ok := backend.As[backend.Deleter](b)
 		if !ok {
@@ -387,7 +435,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			state = backend.StateArchived
 		}
 		if exp != nil {
-			id, err := e.recordArchive(ctx, rt, exp, p.CreatedAt)
+			id, err := e.recordArchive(ctx, term, rt, exp, p.CreatedAt)
 			if err != nil {
 				return fail(fmt.Errorf("record archive (nothing was removed): %w", err))
 			}
@@ -405,7 +453,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 			// the runtime still there and plans it again.
 			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID) // refused, most likely: the next leader's listing corrects it
 			r.Outcome, r.Code, r.Reason = plan.Pending, plan.Stopped, errNotLeading.Error()
-			return r, nil
+			return r, nil, nil, release
 		}
 		if err := d.Delete(ctx, rt, backend.DeleteOptions{Discard: discard, Step: a.Step}); err != nil {
 			e.markState(context.WithoutCancel(ctx), term, rt, rt.State, r.ArchiveID)
@@ -413,7 +461,7 @@ func (e *Engine) execute(ctx context.Context, p *plan.Plan, a plan.Action, seen 
 		}
 	}
 	r.Outcome = plan.Done
-	return r, chans
+	return r, chans, mark, release
 }
 
 // noDeleteOnSuspend enforces, under the runtime's lock, the rule "no
@@ -559,7 +607,10 @@ func markIn(ctx context.Context, st ledger.Store, rt backend.Runtime, state back
 	return err
 }
 
-func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *backend.Export, at time.Time) (string, error) {
+// recordArchive records the archive exp of rt, fenced by term for a
+// shared source's runtime (a Cloudflare sandbox's idle_archive): a leader
+// whose term ended records no archive, and removes nothing.
+func (e *Engine) recordArchive(ctx context.Context, term *leader.Term, rt backend.Runtime, exp *backend.Export, at time.Time) (string, error) {
 	id := plan.NewID(e.opts.Now())
 	manifest := exp.Manifest
 	if len(manifest) == 0 {
@@ -570,7 +621,9 @@ func (e *Engine) recordArchive(ctx context.Context, rt backend.Runtime, exp *bac
 	for _, o := range exp.Objects {
 		objs = append(objs, ledger.ArchiveObject{Name: o.Name, Bytes: o.Bytes, SHA256: o.SHA256})
 	}
-	err := e.opts.Ledger.RecordArchive(ctx, ledger.Archive{ID: id, Key: rt.Key, CreatedAt: at.UTC(),
-		Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Objects: objs, Manifest: manifest})
+	err := e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
+		return st.RecordArchive(ctx, ledger.Archive{ID: id, Key: rt.Key, CreatedAt: at.UTC(),
+			Location: exp.Location, Formats: exp.Formats, Bytes: exp.Bytes, Objects: objs, Manifest: manifest})
+	})
 	return id, err
 }

@@ -147,14 +147,11 @@ func (e *Engine) abandonExport(b backend.Backend, rt backend.Runtime, at time.Ti
 	}
 }
 
-// recordFailure adds a "failed" notice for a destructive action that
+// failureNotice is the "failed" notice of a destructive action that
 // failed: the runtime stays, and whoever watches notices learns why.
-func (e *Engine) recordFailure(ctx context.Context, a plan.Action, reason string) {
-	_, err := e.opts.Ledger.RecordNotice(ctx, ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step),
-		At: e.opts.Now().UTC(), Message: reason})
-	if err != nil {
-		e.log.Error("record failed notice", "runtime", a.Key().String(), "err", err)
-	}
+// applyOne writes it with the action's outcome.
+func failureNotice(a plan.Action, reason string, now time.Time) ledger.Notice {
+	return ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step), At: now, Message: reason}
 }
 
 // dropInterruptedExport removes what an export interrupted by a crash left

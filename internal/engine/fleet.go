@@ -17,8 +17,9 @@ import (
 // its writes fenced by the lease's generation.
 //
 // With Options.Lead set, a shared source is listed, planned, applied and
-// recovered only while Lead returns a valid term. Every journal intent and
-// state change of a shared source's runtime is written through
+// recovered only while Lead returns a valid term. Every write of a shared
+// source's runtimes (what its listing saw, notices, journal intents, state
+// marks, archive records, outcomes, recovery's) goes through
 // Options.Fencer under the term's fence, and the backend is called only
 // after that write committed, while the term is still valid, with a
 // context that ends with the term. A replica that lost the lead (or never
@@ -27,6 +28,13 @@ import (
 
 // errNotLeading is why an action of a shared source was not taken.
 var errNotLeading = errors.New("this replica does not lead (any more): the leader acts on remote sources")
+
+// Refused tells whether err is a write refused because this replica's
+// term ended: by the lease row (ledger.ErrFenced), or by its own clock
+// before the write was tried.
+func Refused(err error) bool {
+	return errors.Is(err, ledger.ErrFenced) || errors.Is(err, errNotLeading)
+}
 
 // gated reports whether src is acted on only by the leader.
 func (e *Engine) gated(src *Source) bool { return e.opts.Lead != nil && src.Shared }
@@ -90,6 +98,15 @@ func (e *Engine) writeFor(ctx context.Context, k backend.Key, fn func(ctx contex
 		return fmt.Errorf("write %s: %w", k, errNotLeading)
 	}
 	return e.write(ctx, t, fn)
+}
+
+// WriteFor runs fn on the ledger for the runtime k: fenced by the
+// current term when k's source is shared (refused, Refused(err), when this
+// replica does not lead or its lease was taken over), directly otherwise.
+// It is for what the daemon writes of a runtime beside a pass (the journal
+// rows of a notice's delivery).
+func (e *Engine) WriteFor(ctx context.Context, k backend.Key, fn func(ctx context.Context, st ledger.Store) error) error {
+	return e.writeFor(ctx, k, fn)
 }
 
 // callCtx is the context of a backend call under term t: it ends when

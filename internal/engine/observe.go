@@ -12,6 +12,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/diskusage"
+	"github.com/reclaimer/reclaimer/internal/leader"
 	"github.com/reclaimer/reclaimer/internal/ledger"
 	"github.com/reclaimer/reclaimer/internal/plan"
 	"github.com/reclaimer/reclaimer/internal/policy"
@@ -132,6 +133,10 @@ type World struct {
 	Explained *Explained
 
 	index map[backend.Key]*Seen // built by Find; Runtimes is fixed by then
+	// terms are the leadership terms the shared sources were listed
+	// under, by source name: what was seen of them is recorded under that
+	// term's fence, or not at all.
+	terms map[string]*leader.Term
 }
 
 // Find returns the runtime with key k.
@@ -171,7 +176,8 @@ type listing struct {
 	light    bool
 	err      error
 	took     time.Duration
-	skipped  bool // not asked (a narrowed observation of other sources)
+	skipped  bool         // not asked (a narrowed observation of other sources)
+	term     *leader.Term // the term a shared source was listed under
 }
 
 // Observe re-reads the world from scratch.
@@ -195,6 +201,12 @@ func (e *Engine) Observe(ctx context.Context, opts ObserveOptions) (*World, erro
 		src := &e.opts.Sources[i]
 		if r.skipped {
 			continue
+		}
+		if r.term != nil {
+			if w.terms == nil {
+				w.terms = map[string]*leader.Term{}
+			}
+			w.terms[src.Name] = r.term
 		}
 		ok := e.listingProblems(w, src, r, empty)
 		w.Sources = append(w.Sources, Listed{Source: src, OK: ok, Runtimes: len(r.runtimes), Took: r.took})
@@ -307,7 +319,8 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			results[i].skipped = true
 			continue
 		}
-		if _, ok := e.termOf(src); !ok {
+		term, ok := e.termOf(src)
+		if !ok {
 			// The leader's to list: not listed is not missing.
 			results[i].skipped = true
 			continue
@@ -326,7 +339,7 @@ func (e *Engine) list(ctx context.Context, opts ObserveOptions) []listing {
 			light := opts.Light && len(ids) == 0 && !src.Settings.NeedsActivity()
 			start := time.Now()
 			rts, err := listWithin(ctx, src, backend.ListOptions{IDs: ids, Light: light})
-			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start)}
+			results[i] = listing{runtimes: rts, light: light, err: err, took: time.Since(start), term: term}
 		})
 	}
 	wg.Wait()
@@ -572,8 +585,8 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		}
 	}
 	if opts.Record && len(obs) > 0 {
-		if err := e.opts.Ledger.Observe(ctx, obs); err != nil {
-			return fmt.Errorf("observe: record runtimes: %w", err)
+		if err := e.recordObservations(ctx, w, obs); err != nil {
+			return err
 		}
 		// Keep the in-memory records in step with what was written.
 		for _, s := range w.Runtimes {
@@ -583,6 +596,59 @@ func (e *Engine) attachLedger(ctx context.Context, w *World, byKey map[backend.K
 		}
 	}
 	return nil
+}
+
+// recordObservations writes what a pass saw: the observations of this
+// replica's own sources directly, those of the shared sources under the
+// fence of the term they were listed under (one transaction per term,
+// normally one), so that a leader whose term ended records nothing of
+// them (no remote runtime marked missing or changed by a listing the new
+// leader did not make). A term's write refused drops its sources from w,
+// as if they had not been listed; any other failure fails the pass.
+func (e *Engine) recordObservations(ctx context.Context, w *World, obs []ledger.Observation) error {
+	var local []ledger.Observation
+	shared := map[*leader.Term][]ledger.Observation{}
+	for _, o := range obs {
+		if t := w.terms[o.Key.Source]; t != nil {
+			shared[t] = append(shared[t], o)
+		} else {
+			local = append(local, o)
+		}
+	}
+	if len(local) > 0 {
+		if err := e.opts.Ledger.Observe(ctx, local); err != nil {
+			return fmt.Errorf("observe: record runtimes: %w", err)
+		}
+	}
+	for t, batch := range shared {
+		err := e.write(ctx, t, func(ctx context.Context, st ledger.Store) error { return st.Observe(ctx, batch) })
+		switch {
+		case Refused(err):
+			e.log.Warn("observe: the listing of the remote sources was not recorded: this replica no longer leads",
+				"generation", t.Fence().Generation, "err", err)
+			e.dropTerm(w, t)
+		case err != nil:
+			return fmt.Errorf("observe: record runtimes: %w", err)
+		}
+	}
+	return nil
+}
+
+// dropTerm takes the sources listed under t out of w: what was seen of
+// them is the next leader's to see again, and nothing of it may be
+// planned on.
+func (e *Engine) dropTerm(w *World, t *leader.Term) {
+	gone := map[string]bool{}
+	for name, lt := range w.terms {
+		if lt == t {
+			gone[name] = true
+			delete(w.terms, name)
+		}
+	}
+	w.Runtimes = slices.DeleteFunc(w.Runtimes, func(s *Seen) bool { return gone[s.Source.Name] })
+	w.Gone = slices.DeleteFunc(w.Gone, func(r ledger.RuntimeRecord) bool { return gone[r.Key.Source] })
+	w.Sources = slices.DeleteFunc(w.Sources, func(l Listed) bool { return gone[l.Source.Name] })
+	w.Problems = slices.DeleteFunc(w.Problems, func(p plan.Problem) bool { return gone[p.Source] })
 }
 
 func sourceListedNothing(w *World, name string) bool {
@@ -662,9 +728,44 @@ func (e *Engine) adoptLegacy(ctx context.Context, w *World, v *ledgerView) (bool
 	if len(keys) == 0 {
 		return false, nil
 	}
-	n, err := adopter.AdoptLegacy(ctx, keys)
-	if err != nil {
-		return false, fmt.Errorf("observe: %w", err)
+	// A shared source's claims move records of remote runtimes: under the
+	// fence of the term it was listed under, as every other write of them.
+	var local []backend.Key
+	shared := map[*leader.Term][]backend.Key{}
+	for _, k := range keys {
+		if t := w.terms[k.Source]; t != nil {
+			shared[t] = append(shared[t], k)
+		} else {
+			local = append(local, k)
+		}
+	}
+	n := 0
+	if len(local) > 0 {
+		var err error
+		if n, err = adopter.AdoptLegacy(ctx, local); err != nil {
+			return false, fmt.Errorf("observe: %w", err)
+		}
+	}
+	for t, ks := range shared {
+		m := 0
+		err := e.write(ctx, t, func(ctx context.Context, st ledger.Store) error {
+			a, ok := st.(ledger.Adopter)
+			if !ok {
+				return nil
+			}
+			var err error
+			m, err = a.AdoptLegacy(ctx, ks)
+			return err
+		})
+		switch {
+		case err == nil:
+			n += m
+		case Refused(err):
+			// Left for the next leader (and this term's listing is not
+			// recorded either: recordObservations drops it).
+		case err != nil:
+			return false, fmt.Errorf("observe: %w", err)
+		}
 	}
 	if n > 0 {
 		e.log.Info("gave ledger records of an older version to their sources", "records", n)

@@ -45,12 +45,12 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		if !e.recoverable(k) {
 			continue // another replica's, or the leader's: maybe in flight
 		}
-		n++
 		if s := findRecovered(w, k); s != nil {
 			k = s.Runtime.Key // an entry from before keys carried their source names its runtime so
 		}
 		step := backend.Step(j.Intent.Step)
 		out := ledger.Outcome{At: e.opts.Now().UTC()}
+		var mark func(ctx context.Context, st ledger.Store) error
 		rec, err := st.Runtime(ctx, k)
 		marked := err == nil && (rec.State == string(backend.StateArchived) || rec.State == string(backend.StateDeleted))
 		switch {
@@ -83,15 +83,42 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		case step.Destructive():
 			out.Result, out.Reason = ledger.ResultFailed, "interrupted before the removal; nothing was removed"
 			e.dropInterruptedExport(ctx, k, j.Intent.PlanID, w.Find(k))
+		case step == backend.StepSuspend && suspended(findRecovered(w, k)):
+			// The provider's call was made, and its outcome (with the
+			// state it left) never journaled: a leader whose term ended
+			// during the call, or a crash. Finished as the runtime is now.
+			s := findRecovered(w, k)
+			out.Result, out.Reason = ledger.ResultDone, "found suspended after a restart or a change of leader"
+			mark = func(ctx context.Context, st ledger.Store) error {
+				return markIn(ctx, st, *s.Runtime, backend.StateSuspended, "", out.At)
+			}
 		default:
 			out.Result, out.Reason = ledger.ResultSkipped, "interrupted; the next pass plans it again"
 		}
-		if err := st.RecordOutcome(ctx, j.ID, out); err != nil {
+		// Fenced for a shared source's entry: a leader whose term ended
+		// meanwhile leaves it to the next one.
+		err = e.writeFor(ctx, k, func(ctx context.Context, st ledger.Store) error {
+			if mark != nil {
+				if err := mark(ctx, st); err != nil {
+					return err
+				}
+			}
+			return st.RecordOutcome(ctx, j.ID, out)
+		})
+		switch {
+		case Refused(err):
+			e.log.Warn("recover: this replica no longer leads; the next leader recovers the rest", "runtime", k.String(), "err", err)
+		case err != nil:
 			return 0, fmt.Errorf("recover %s: %w", k, err)
+		default:
+			n++
 		}
 	}
 	return n, nil
 }
+
+// suspended tells whether a recovered runtime is there and suspended.
+func suspended(s *Seen) bool { return s != nil && s.Runtime.State == backend.StateSuspended }
 
 // findRecovered finds the runtime of an unfinished journal entry. An entry
 // written before keys carried their source names none: it is the runtime

@@ -265,6 +265,12 @@ type Applied struct {
 	Messages   []string `json:"messages,omitempty"`
 	// Problems are what the apply's own observation could not look at.
 	Problems []Problem `json:"problems"`
+	// Announced are the plan's Scheduled notices whose record committed
+	// (for a shared source's runtime, under the leader's fence): the ones
+	// to announce. A notice not recorded is the next pass's (or the next
+	// leader's) to schedule and announce, so announcing it now could
+	// announce it twice. Not in the JSON.
+	Announced []Notice `json:"-"`
 }
 
 // Failed tells whether any action failed.

@@ -89,10 +89,17 @@ func (d *Daemon) logPass(rep ops.PassReport) {
 	level("pass", attrs...)
 }
 
-// announce sends the notices of an applied pass.
+// announce sends the notices of an applied pass: the scheduled ones
+// whose record committed, and the results. In a fleet that is the claim
+// of a delivery: a shared runtime's notice is recorded under the leader's
+// fence, so only the term that recorded it sends it, once, and a leader
+// whose write was refused sends nothing (the next leader schedules and
+// announces it). A result's notice follows an action only the term whose
+// fenced intent committed took; a failure it could not record is not
+// reported as failed (engine.applyOne).
 func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
 	now := d.clock.Now().UTC()
-	for _, n := range p.Scheduled {
+	for _, n := range res.Announced {
 		s.notifier.Send(notify.Event{Event: notify.Scheduled, Runtime: n.Runtime, Backend: n.Backend, Source: n.Source, Step: string(n.Step),
 			Due: n.Due, Reason: n.Reason, PlanID: p.ID, At: now, HowToStop: howToCancel(n.Key())})
 	}
@@ -142,11 +149,22 @@ func (d *Daemon) recordDelivery(del notify.Delivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now := d.clock.Now().UTC()
-	id, err := d.raw.AppendIntent(ctx, ledger.Intent{PlanID: del.Event.PlanID, Key: k, Step: "notify", Reason: reason, At: now})
-	if err == nil {
-		err = d.raw.RecordOutcome(ctx, id, ledger.Outcome{Result: result, Reason: reason, At: now})
-	}
-	if err != nil {
+	// A shared runtime's rows are the leader's, under its fence and in one
+	// transaction (engine.WriteFor): a replica whose term ended since it
+	// recorded the notice (a delivery retried for minutes) has delivered
+	// it, but writes nothing of a remote runtime any more.
+	err := d.app.Engine().WriteFor(ctx, k, func(ctx context.Context, st ledger.Store) error {
+		id, err := st.AppendIntent(ctx, ledger.Intent{PlanID: del.Event.PlanID, Key: k, Step: "notify", Reason: reason, At: now})
+		if err == nil {
+			err = st.RecordOutcome(ctx, id, ledger.Outcome{Result: result, Reason: reason, At: now})
+		}
+		return err
+	})
+	switch {
+	case engine.Refused(err):
+		d.log.Warn("notice delivered but not journaled: this replica no longer leads", "event", del.Event.Event,
+			"runtime", k.String(), "delivery", del.ID, "err", err)
+	case err != nil:
 		d.log.Warn("journal a notice", "err", err)
 	}
 }
