@@ -6,7 +6,8 @@ package fleetbench
 // keep-alive connections, single (POST /v1/runtimes/{id}/activity) or in
 // batches of 20 (POST /v1/activity), and time each report from when it
 // was due to its acknowledgement (p50, p99, max: a report that waited for
-// a free sender counts its wait) and from its send (p99-sent). After a clean
+// a free sender counts its wait) and from its send (p99-sent), and the
+// CPU the process (daemons and senders, not PostgreSQL) spent per report. After a clean
 // stop of the daemons every acknowledged report is checked in the ledger.
 // Also measured: the PostgreSQL connections the three daemons held at
 // most (pg_stat_activity, sampled).
@@ -23,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +129,16 @@ func (c *rawClient) close() {
 	}
 }
 
+// processCPU is the CPU time this process (the three daemons and the
+// senders) used so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 type ackJob struct {
 	ids []string
 	at  time.Time
@@ -178,6 +190,7 @@ func benchAcks(b *testing.B, perRequest int) {
 				time.Sleep(200 * time.Millisecond)
 			}
 		}()
+		cpuBefore := processCPU(b)
 		began := time.Now()
 		var wg sync.WaitGroup
 		for _, d := range ds {
@@ -276,6 +289,7 @@ func benchAcks(b *testing.B, perRequest int) {
 		lastN := (int(share*ackSeconds) - 1) / perRequest * perRequest
 		lastDue := began.Add(time.Duration(float64(lastN) / share * float64(time.Second)))
 		drain := lastAck.Sub(lastDue)
+		cpu := processCPU(b) - cpuBefore
 		stopSample()
 		<-sampleDone
 		// A clean stop: every acknowledged report is written.
@@ -308,5 +322,6 @@ func benchAcks(b *testing.B, perRequest int) {
 		b.ReportMetric(ms(lat[len(lat)-1]), "max-ms/report")
 		b.ReportMetric(ms(latSent[len(latSent)*99/100]), "p99-sent-ms/report")
 		b.ReportMetric(float64(maxConns)/ackReplicas, "pg-conns/replica")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/report")
 	}
 }
