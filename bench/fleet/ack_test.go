@@ -322,6 +322,6 @@ func benchAcks(b *testing.B, perRequest int) {
 		b.ReportMetric(ms(lat[len(lat)-1]), "max-ms/report")
 		b.ReportMetric(ms(latSent[len(latSent)*99/100]), "p99-sent-ms/report")
 		b.ReportMetric(float64(maxConns)/ackReplicas, "pg-conns/replica")
-		b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/report")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-us/report")
 	}
 }
