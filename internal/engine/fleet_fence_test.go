@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/policy"
 	"github.com/reclaimer/reclaimer/internal/remote"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
 // The fence of every write the leader makes for a remote runtime, beyond
@@ -46,24 +46,7 @@ type replica struct {
 	st   *postgres.Store
 	el   *leader.Elector
 	eng  *engine.Engine
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *testtree.SyncBuffer
 }
 
 func newReplica(t *testing.T, url, name string, ttl time.Duration, sources ...engine.Source) *replica {
@@ -81,7 +64,7 @@ func newReplica(t *testing.T, url, name string, ttl time.Duration, sources ...en
 	done := make(chan struct{})
 	go func() { defer close(done); el.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	logs := &syncBuffer{}
+	logs := &testtree.SyncBuffer{}
 	eng, err := engine.New(engine.Options{Ledger: st, Locker: st, Fencer: st, Lead: el.Term, Sources: sources,
 		StateDir: filepath.Join(t.TempDir(), "state"), ArchiveDir: filepath.Join(t.TempDir(), "archives"),
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})

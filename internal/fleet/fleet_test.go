@@ -31,6 +31,7 @@ import (
 	"github.com/reclaimer/reclaimer/internal/ledger/postgres/pgtest"
 	"github.com/reclaimer/reclaimer/internal/ops"
 	"github.com/reclaimer/reclaimer/internal/remote/fakes"
+	"github.com/reclaimer/reclaimer/internal/testtree"
 	"github.com/reclaimer/reclaimer/internal/views"
 )
 
@@ -120,24 +121,7 @@ type replica struct {
 	name, dir, config, sock, token string
 	runs                           string
 	cmd                            *exec.Cmd
-	logs                           *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs                           *testtree.SyncBuffer
 }
 
 func newReplica(t *testing.T, name, ledgerURL, endpoint string) *replica {
@@ -147,7 +131,7 @@ func newReplica(t *testing.T, name, ledgerURL, endpoint string) *replica {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	r := &replica{name: name, dir: dir, sock: filepath.Join(dir, "api.sock"), token: "token-of-" + name + "-0123456789",
-		runs: filepath.Join(dir, "runs"), logs: &syncBuffer{}}
+		runs: filepath.Join(dir, "runs"), logs: &testtree.SyncBuffer{}}
 	write := func(rel, data string) {
 		p := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

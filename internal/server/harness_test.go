@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -30,30 +29,13 @@ type daemon struct {
 	url     string
 	token   string
 	api     *openapi.ClientWithResponses
-	logs    *syncBuffer
+	logs    *testtree.SyncBuffer
 	stop    func() error
 	// kick is signalled (coalesced) whenever the daemon tells an event:
 	// waitFor looks again then, and never sleeps.
 	kick chan struct{}
 	// passes receives every pass the daemon reports.
 	passes chan ops.PassReport
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeConfig writes a configuration whose ledger, archives and token live
@@ -72,7 +54,7 @@ func writeConfig(t *testing.T, dir, server, body string) string {
 // cleanup stops it gracefully.
 func startDaemon(t *testing.T, dir, cfgPath string, opts server.Options) *daemon {
 	t.Helper()
-	h := &daemon{t: t, dir: dir, cfgPath: cfgPath, logs: &syncBuffer{}, kick: make(chan struct{}, 1), passes: make(chan ops.PassReport, 64)}
+	h := &daemon{t: t, dir: dir, cfgPath: cfgPath, logs: &testtree.SyncBuffer{}, kick: make(chan struct{}, 1), passes: make(chan ops.PassReport, 64)}
 	ready := make(chan string, 1)
 	opts.ConfigPath, opts.Logs, opts.Version = cfgPath, h.logs, "test"
 	events := opts.Events
