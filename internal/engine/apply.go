@@ -253,9 +253,10 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 	}
 	// The closing write, still under the runtime's lock, in one fenced
 	// transaction for a shared source's runtime: the state the step left
-	// (a suspend's), the notice of a failed removal, the outcome. Refused (the term ended during the
-	// step), none of it is written: the entry stays unfinished, and the
-	// next leader's recovery finishes it from what it observes.
+	// (a suspend's), the notice of a failed removal, the outcome. Refused
+	// (the term ended during the step), none of it is written: the entry
+	// stays unfinished, and the next leader's recovery finishes it from
+	// what it observes.
 	err = e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
 		var errs []error
 		if mark != nil {
