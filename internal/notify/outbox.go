@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/ledger"
@@ -57,6 +58,8 @@ type Outbox struct {
 	// inflight maps the deliveries offered and not yet done to the
 	// attempts made before this round.
 	inflight map[flight]int
+	// backlog: the last sweep left notices owed because a queue was full.
+	backlog atomic.Bool
 }
 
 type flight struct {
@@ -83,7 +86,8 @@ func DeliveryID(n ledger.Notice, hook string) string {
 func (o *Outbox) Sweep(ctx context.Context, n *Notifier) (int, error) {
 	sources := o.Scope.NoticeSources()
 	since := o.Now().Add(-o.Horizon)
-	offered := 0
+	offered, backlog := 0, false
+	defer func() { o.backlog.Store(backlog) }()
 	for _, h := range n.Hooks() {
 		kinds := o.Kinds
 		if len(h.Events) > 0 {
@@ -107,7 +111,7 @@ func (o *Outbox) Sweep(ctx context.Context, n *Notifier) (int, error) {
 				}
 				if !n.Offer(h.Name, o.Event(p.Notice), DeliveryID(p.Notice, h.Name), p.ID, n.Attempts()-p.Attempts) {
 					o.release(p.ID, h.Name)
-					full = true
+					full, backlog = true, true
 					break
 				}
 				offered++
@@ -145,6 +149,10 @@ func (o *Outbox) release(id int64, hook string) int {
 	delete(o.inflight, f)
 	return prior
 }
+
+// Backlogged reports whether the last Sweep found a webhook's queue full
+// and left notices for later: a delivery that ends makes room for them.
+func (o *Outbox) Backlogged() bool { return o.backlog.Load() }
 
 // InFlight is how many deliveries are offered and not done.
 func (o *Outbox) InFlight() int {
