@@ -70,7 +70,7 @@ type Event struct {
 	// connected), "flush" (pending activity was written, or Err),
 	// "stopping" (a stop began), "reload" (a reload ended; Err says
 	// whether it took), "outbox" (a sweep of the notices owed to the
-	// webhooks ended).
+	// webhooks offered some, or failed).
 	Kind   string
 	Pass   *ops.PassReport
 	Source string

@@ -58,13 +58,16 @@ func (d *Daemon) deliverNotices(ctx context.Context) {
 			s := d.setupNow()
 			d.outbox.Horizon = s.server.NoticeHorizon
 			n, err := d.outbox.Sweep(ctx, s.notifier)
-			switch {
-			case err != nil && ctx.Err() == nil:
+			if err != nil && ctx.Err() == nil {
 				d.log.Warn("read the notices owed to the webhooks", "err", err)
-			case n > 0:
-				d.log.Debug("notices offered to the webhooks", "notices", n)
 			}
-			d.event(Event{Kind: "outbox", Notices: n, Err: err})
+			// Told only when it did something: a sweep that found nothing
+			// owed (most) is no news, and its event would wake waiters in
+			// the middle of the pass it runs beside.
+			if n > 0 || err != nil {
+				d.log.Debug("notices offered to the webhooks", "notices", n)
+				d.event(Event{Kind: "outbox", Notices: n, Err: err})
+			}
 		}
 		select {
 		case <-ctx.Done():
