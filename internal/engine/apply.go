@@ -179,7 +179,8 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 				return nil
 			})
 			if err == nil {
-				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt,
+					Message: n.Reason, PlanID: p.ID})
 			}
 			return err
 		})
@@ -198,7 +199,8 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 				return nil
 			})
 			if err == nil {
-				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt,
+					Message: n.Reason, PlanID: p.ID})
 			}
 			return err
 		})
@@ -263,7 +265,7 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 		}
 		if r.Outcome == plan.Failed && a.Step.Destructive() {
 			// Whoever watches notices learns why the runtime stays.
-			_, err := st.RecordNotice(ctx, failureNotice(a, r.Reason, now))
+			_, err := st.RecordNotice(ctx, failureNotice(p.ID, a, r.Reason, now))
 			errs = append(errs, err)
 		}
 		errs = append(errs, st.RecordOutcome(ctx, intent, outcome))

@@ -309,6 +309,9 @@ type Notice struct {
 	Due     time.Time // zero when the kind has no due time
 	At      time.Time
 	Message string
+	// PlanID is the plan that announced it ("" when none did: a pin
+	// canceling a schedule). Not part of what makes two notices the same.
+	PlanID string
 }
 
 // Validate rejects a notice without a key, kind or time.

@@ -23,7 +23,7 @@ var outboxKinds = []string{notify.Scheduled, notify.Failed}
 // the same body, so a re-send carries what the first attempt did.
 func noticeEvent(n ledger.Notice) notify.Event {
 	ev := notify.Event{Event: n.Kind, Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step,
-		Due: n.Due, Reason: n.Message, At: n.At}
+		Due: n.Due, Reason: n.Message, PlanID: n.PlanID, At: n.At}
 	if n.Kind == notify.Scheduled {
 		ev.HowToStop = howToCancel(n.Key)
 	}

@@ -129,7 +129,8 @@ func TestScheduledNoticeSurvivesARestart(t *testing.T) {
 		t.Fatalf("delivery ids %v: want the first attempt's again", ids)
 	}
 	ev := accepted[ids[0]]
-	if ev.Event != notify.Scheduled || ev.Runtime != "conv1:repo" || ev.Step != "archive" || ev.Due.IsZero() || !strings.Contains(ev.HowToStop, "pin") {
+	if ev.Event != notify.Scheduled || ev.Runtime != "conv1:repo" || ev.Step != "archive" || ev.Due.IsZero() || !strings.Contains(ev.HowToStop, "pin") ||
+		ev.PlanID == "" {
 		t.Fatalf("the scheduled notice: %+v", ev)
 	}
 	second.waitFor("the delivery in the journal", func() bool {

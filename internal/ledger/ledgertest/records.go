@@ -108,7 +108,8 @@ func testNotices(t *testing.T, s ledger.Store) {
 	}
 	// Recorded out of time order on purpose.
 	canceled := record(ledger.Notice{Key: k1, Kind: "canceled", Step: "archive", At: at(2 * time.Hour), Message: "activity"})
-	scheduled := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(72 * time.Hour).In(elsewhere), At: t0.In(elsewhere), Message: "inactive 14d"})
+	scheduled := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(72 * time.Hour).In(elsewhere), At: t0.In(elsewhere),
+		Message: "inactive 14d", PlanID: "20260314T150926Z-1a2b3c4d"})
 	other := record(ledger.Notice{Key: k2, Kind: "failed", Step: "delete", At: at(time.Hour), Message: "provider said 500"})
 	again := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(96 * time.Hour), At: at(3 * time.Hour)})
 	if scheduled.ID == canceled.ID || scheduled.ID == other.ID || again.ID == scheduled.ID {

@@ -28,9 +28,9 @@ func (s *Store) RecordNotice(ctx context.Context, n ledger.Notice) (int64, error
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO notices (`+keyColumns+`, kind, step, due, at, message)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)...)
+		res, err := tx.ExecContext(ctx, `INSERT INTO notices (`+keyColumns+`, kind, step, due, at, message, plan_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message, n.PlanID)...)
 		if err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 		where = append(where, "at >= ?")
 		args = append(args, ledger.BoundNanos(f.Since))
 	}
-	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message FROM notices`
+	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message, plan_id FROM notices`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -78,7 +78,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 			due sql.NullInt64
 			at  int64
 		)
-		if err := rows.Scan(append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message)...); err != nil {
+		if err := rows.Scan(append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message, &n.PlanID)...); err != nil {
 			return nil, fmt.Errorf("list notices: %w", err)
 		}
 		n.Due = fromNanos(due)
@@ -117,7 +117,7 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 	if f.Sources != nil {
 		in("n.source", f.Sources)
 	}
-	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, COALESCE(d.attempts, 0)
+	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, n.plan_id, COALESCE(d.attempts, 0)
 		FROM notices n LEFT JOIN notice_deliveries d ON d.notice_id = n.id AND d.hook = ?
 		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY n.id`
 	if f.Limit > 0 {
@@ -136,7 +136,7 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 			due sql.NullInt64
 			at  int64
 		)
-		if err := rows.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.Attempts)...); err != nil {
+		if err := rows.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.PlanID, &p.Attempts)...); err != nil {
 			return nil, fmt.Errorf("list pending notices: %w", err)
 		}
 		p.Due = fromNanos(due)

@@ -5,8 +5,10 @@
 -- before this version (the program then sent them from memory, or lost
 -- them) and those a copy loaded (their deliveries were the old ledger's):
 -- they are not owed, so neither an upgrade nor a copy re-sends anything.
+-- plan_id is the plan that announced the notice (its webhook body says it).
 ALTER TABLE notices ADD COLUMN outbox boolean NOT NULL DEFAULT true;
 UPDATE notices SET outbox = false;
+ALTER TABLE notices ADD COLUMN plan_id text NOT NULL DEFAULT '';
 
 CREATE TABLE notice_deliveries (
 	notice_id    bigint NOT NULL REFERENCES notices (id),

@@ -3,9 +3,11 @@
 -- here, per notice and webhook (the webhook's stable name, never its URL),
 -- says delivered or given up. outbox = 0 marks the notices recorded before
 -- this version (the program then sent them from memory, or lost them):
--- they are not owed, so an upgrade re-sends nothing.
+-- they are not owed, so an upgrade re-sends nothing. plan_id is the plan
+-- that announced the notice (its webhook body says it).
 ALTER TABLE notices ADD COLUMN outbox INTEGER NOT NULL DEFAULT 1;
 UPDATE notices SET outbox = 0;
+ALTER TABLE notices ADD COLUMN plan_id TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE notice_deliveries (
 	notice_id    INTEGER NOT NULL REFERENCES notices (id),
