@@ -154,6 +154,18 @@ func failureNotice(planID string, a plan.Action, reason string, now time.Time) l
 	return ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step), At: now, Message: reason, PlanID: planID}
 }
 
+// doneNotice is the "archived" notice (with its archive) or the
+// "reclaimed" one of a destructive action done; applyOne writes it with
+// the action's outcome.
+func doneNotice(planID string, a plan.Action, r plan.Result, now time.Time) ledger.Notice {
+	kind := "reclaimed"
+	if r.ArchiveID != "" {
+		kind = "archived"
+	}
+	return ledger.Notice{Key: a.Key(), Kind: kind, Step: string(a.Step), At: now, Message: r.Reason, PlanID: planID,
+		ArchiveID: r.ArchiveID, FreedBytes: max(r.FreedBytes, 0)}
+}
+
 // dropInterruptedExport removes what an export interrupted by a crash left
 // in the sink for runtime k and plan planID: the objects its manifest
 // lists, the objects a worktree or run folder export writes, and the

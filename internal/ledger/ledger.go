@@ -300,18 +300,22 @@ func (a Archive) Validate() error {
 }
 
 // Notice records an announcement about a runtime: a destructive step
-// scheduled, canceled, or failed.
+// scheduled, canceled, done (reclaimed, archived) or failed.
 type Notice struct {
 	ID      int64 // assigned by the store
 	Key     Key
-	Kind    string // e.g. "scheduled", "canceled", "failed"
+	Kind    string // e.g. "scheduled", "canceled", "reclaimed", "archived", "failed"
 	Step    string
 	Due     time.Time // zero when the kind has no due time
 	At      time.Time
 	Message string
 	// PlanID is the plan that announced it ("" when none did: a pin
-	// canceling a schedule). Not part of what makes two notices the same.
+	// canceling a schedule). Not part of what makes two notices the same,
+	// nor are ArchiveID and FreedBytes.
 	PlanID string
+	// ArchiveID and FreedBytes are what a step done archived and freed.
+	ArchiveID  string
+	FreedBytes int64
 }
 
 // Validate rejects a notice without a key, kind or time.
@@ -324,6 +328,9 @@ func (n Notice) Validate() error {
 	}
 	if n.At.IsZero() {
 		return fmt.Errorf("notice of %s: zero time", n.Key)
+	}
+	if n.FreedBytes < 0 {
+		return fmt.Errorf("notice of %s: negative bytes freed", n.Key)
 	}
 	return errors.Join(checkTime("notice time", n.At), checkTime("notice due", n.Due))
 }

@@ -228,6 +228,10 @@ type Result struct {
 	// a removal prints.
 	Kept    []string `json:"kept,omitempty"`
 	NotKept []string `json:"not_kept,omitempty"`
+	// Noticed: the engine recorded this result's notice in the ledger
+	// (an archive or delete, done or failed), which the webhooks' outbox
+	// sends; the daemon sends the others from memory. Not in the JSON.
+	Noticed bool `json:"-"`
 }
 
 // Key is the result's runtime key.

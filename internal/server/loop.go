@@ -91,15 +91,15 @@ func (d *Daemon) logPass(rep ops.PassReport) {
 }
 
 // announce sends the notices of an applied pass that the ledger does not
-// record as notices: a "scheduled" one, and the "failed" one of a step
-// that destroys (the engine records both), go through the outbox.
+// record as notices: those of a step that destroys (scheduled, done,
+// failed: the engine records them) go through the outbox.
 func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
 	now := d.clock.Now().UTC()
 	for _, r := range res.Results {
 		ev := notify.Event{Runtime: r.Runtime, Backend: r.Backend, Source: r.Source, Step: string(r.Step), Reason: r.Reason,
 			FreedBytes: r.FreedBytes, ArchiveID: r.ArchiveID, PlanID: p.ID, At: now}
 		switch {
-		case r.Outcome == plan.Failed && r.Step.Destructive():
+		case r.Noticed:
 			continue // recorded as a notice: the outbox sends it
 		case r.Outcome == plan.Failed:
 			ev.Event = notify.Failed

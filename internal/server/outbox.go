@@ -14,16 +14,17 @@ import (
 // owes each webhook, never from memory, so a daemon that dies before
 // sending one sends it after its next start, and in a fleet the replica
 // that owns the runtime then (the leader for a shared source, the host
-// for its own) does. The notices of outcomes the ledger does not record
-// as notices (reclaimed, archived, a failed step that destroys nothing)
-// are sent from memory after the pass, as before.
-var outboxKinds = []string{notify.Scheduled, notify.Failed}
+// for its own) does. The engine records a notice of every destructive step
+// (archive, delete) scheduled, done or failed; the outcomes of the others
+// (caches, dependencies, suspend: frequent, and nothing lost) are not
+// notices, and are sent from memory after the pass.
+var outboxKinds = []string{notify.Scheduled, notify.Reclaimed, notify.Archived, notify.Failed}
 
 // noticeEvent is the body of a notice of the ledger: the same notice makes
 // the same body, so a re-send carries what the first attempt did.
 func noticeEvent(n ledger.Notice) notify.Event {
 	ev := notify.Event{Event: n.Kind, Runtime: n.Key.ID, Backend: n.Key.Backend, Source: n.Key.Source, Step: n.Step,
-		Due: n.Due, Reason: n.Message, PlanID: n.PlanID, At: n.At}
+		Due: n.Due, Reason: n.Message, PlanID: n.PlanID, ArchiveID: n.ArchiveID, FreedBytes: n.FreedBytes, At: n.At}
 	if n.Kind == notify.Scheduled {
 		ev.HowToStop = howToCancel(n.Key)
 	}

@@ -23,7 +23,8 @@ func testOutbox(t *testing.T, s ledger.Store) {
 	sched := record(ledger.Notice{Key: ka, Kind: "scheduled", Step: "archive", Due: at(72 * time.Hour), At: t0, Message: "idle 14d",
 		PlanID: "20260314T150926Z-1a2b3c4d"})
 	failed := record(ledger.Notice{Key: kb, Kind: "failed", Step: "delete", At: at(time.Hour), Message: "provider said 500"})
-	canceled := record(ledger.Notice{Key: ka, Kind: "canceled", Step: "archive", At: at(2 * time.Hour), Message: "pinned"})
+	canceled := record(ledger.Notice{Key: ka, Kind: "canceled", Step: "archive", At: at(2 * time.Hour), Message: "pinned",
+		ArchiveID: "a-1", FreedBytes: 7})
 
 	pending := func(f ledger.PendingFilter) []ledger.PendingNotice {
 		t.Helper()

@@ -23,9 +23,9 @@ func (s *Store) RecordNotice(ctx context.Context, n ledger.Notice) (int64, error
 	}
 	args := append(keyArgs(n.Key), n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)
 	var id int64
-	err := s.db.QueryRow(ctx, `INSERT INTO notices (`+noticeColumns+`, plan_id) VALUES (`+placeholders(1, len(args)+1)+`)
+	err := s.db.QueryRow(ctx, `INSERT INTO notices (`+noticeColumns+`, plan_id, archive_id, freed_bytes) VALUES (`+placeholders(1, len(args)+3)+`)
 		ON CONFLICT (`+keyColumns+`, kind, step, (COALESCE(due, -9223372036854775808)), at, (md5(message))) DO NOTHING
-		RETURNING id`, append(args, n.PlanID)...).Scan(&id)
+		RETURNING id`, append(args, n.PlanID, n.ArchiveID, n.FreedBytes)...).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Recorded before (a retried pass, on this replica or another):
 		// the first one's id. A statement of its own, so that it sees a
@@ -58,7 +58,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 		args = append(args, ledger.BoundNanos(f.Since))
 		where = append(where, fmt.Sprintf("at >= $%d", len(args)))
 	}
-	query := `SELECT id, ` + noticeColumns + `, plan_id FROM notices`
+	query := `SELECT id, ` + noticeColumns + `, plan_id, archive_id, freed_bytes FROM notices`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -80,7 +80,7 @@ func scanNotice(row pgx.Row) (ledger.Notice, error) {
 		due pgtype.Int8
 		at  int64
 	)
-	dest := append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message, &n.PlanID)
+	dest := append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message, &n.PlanID, &n.ArchiveID, &n.FreedBytes)
 	if err := row.Scan(dest...); err != nil {
 		return n, err
 	}
@@ -110,7 +110,8 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 		args = append(args, f.Sources)
 		where = append(where, fmt.Sprintf("n.source = ANY($%d)", len(args)))
 	}
-	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, n.plan_id, COALESCE(d.attempts, 0)
+	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, n.plan_id, n.archive_id,
+		n.freed_bytes, COALESCE(d.attempts, 0)
 		FROM notices n LEFT JOIN notice_deliveries d ON d.notice_id = n.id AND d.hook = $1
 		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY n.id`
 	if f.Limit > 0 {
@@ -123,7 +124,8 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 			due pgtype.Int8
 			at  int64
 		)
-		err := row.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.PlanID, &p.Attempts)...)
+		err := row.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.PlanID,
+			&p.ArchiveID, &p.FreedBytes, &p.Attempts)...)
 		p.Due, p.At = fromNanos(due), utc(at)
 		return p, err
 	}, query, args...)

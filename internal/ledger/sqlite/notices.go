@@ -28,9 +28,9 @@ func (s *Store) RecordNotice(ctx context.Context, n ledger.Notice) (int64, error
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO notices (`+keyColumns+`, kind, step, due, at, message, plan_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message, n.PlanID)...)
+		res, err := tx.ExecContext(ctx, `INSERT INTO notices (`+keyColumns+`, kind, step, due, at, message, plan_id, archive_id, freed_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			withKey(n.Key, n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message, n.PlanID, n.ArchiveID, n.FreedBytes)...)
 		if err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 		where = append(where, "at >= ?")
 		args = append(args, ledger.BoundNanos(f.Since))
 	}
-	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message, plan_id FROM notices`
+	query := `SELECT id, ` + keyColumns + `, kind, step, due, at, message, plan_id, archive_id, freed_bytes FROM notices`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -78,7 +78,8 @@ func (s *Store) ListNotices(ctx context.Context, f ledger.NoticeFilter) ([]ledge
 			due sql.NullInt64
 			at  int64
 		)
-		if err := rows.Scan(append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message, &n.PlanID)...); err != nil {
+		if err := rows.Scan(append(append([]any{&n.ID}, keyDest(&n.Key)...), &n.Kind, &n.Step, &due, &at, &n.Message, &n.PlanID,
+			&n.ArchiveID, &n.FreedBytes)...); err != nil {
 			return nil, fmt.Errorf("list notices: %w", err)
 		}
 		n.Due = fromNanos(due)
@@ -117,7 +118,8 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 	if f.Sources != nil {
 		in("n.source", f.Sources)
 	}
-	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, n.plan_id, COALESCE(d.attempts, 0)
+	query := `SELECT n.id, n.backend, n.source, n.runtime_id, n.kind, n.step, n.due, n.at, n.message, n.plan_id, n.archive_id,
+		n.freed_bytes, COALESCE(d.attempts, 0)
 		FROM notices n LEFT JOIN notice_deliveries d ON d.notice_id = n.id AND d.hook = ?
 		WHERE ` + strings.Join(where, " AND ") + ` ORDER BY n.id`
 	if f.Limit > 0 {
@@ -136,7 +138,8 @@ func (s *Store) PendingNotices(ctx context.Context, f ledger.PendingFilter) ([]l
 			due sql.NullInt64
 			at  int64
 		)
-		if err := rows.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.PlanID, &p.Attempts)...); err != nil {
+		if err := rows.Scan(append(append([]any{&p.ID}, keyDest(&p.Key)...), &p.Kind, &p.Step, &due, &at, &p.Message, &p.PlanID,
+			&p.ArchiveID, &p.FreedBytes, &p.Attempts)...); err != nil {
 			return nil, fmt.Errorf("list pending notices: %w", err)
 		}
 		p.Due = fromNanos(due)
