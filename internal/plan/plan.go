@@ -271,9 +271,10 @@ type Applied struct {
 	Problems []Problem `json:"problems"`
 	// Announced are the plan's Scheduled notices whose record committed
 	// (for a shared source's runtime, under the leader's fence): the ones
-	// to announce. A notice not recorded is the next pass's (or the next
-	// leader's) to schedule and announce, so announcing it now could
-	// announce it twice. Not in the JSON.
+	// announced (the daemon's outbox sends them from the ledger). A notice
+	// not recorded is the next pass's (or the next leader's) to schedule
+	// and announce, so announcing it now could announce it twice. Not in
+	// the JSON.
 	Announced []Notice `json:"-"`
 }
 
