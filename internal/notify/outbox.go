@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,7 +39,10 @@ type Scope interface {
 // times in all, over every start, then given up (recorded, so never tried
 // again).
 //
-// Sweep and Done are safe for concurrent use.
+// Sweep and Done are safe for concurrent use. The fields are set before
+// a sweep, never during one (the daemon sets Horizon before each, from
+// the configuration in force; Done reads none of them but Store, Scope and
+// Now).
 type Outbox struct {
 	Store ledger.Store
 	Scope Scope
@@ -52,7 +54,6 @@ type Outbox struct {
 	// Horizon: notices recorded longer ago are not sent any more.
 	Horizon time.Duration
 	Now     func() time.Time
-	Log     *slog.Logger
 
 	mu sync.Mutex
 	// inflight maps the deliveries offered and not yet done to the

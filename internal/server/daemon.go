@@ -190,7 +190,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.outbox = &notify.Outbox{Store: d.raw, Scope: engineScope{d.app}, Kinds: outboxKinds, Event: noticeEvent,
-		Now: d.clock.Now, Log: d.log}
+		Now: d.clock.Now}
 	d.dash = dashboard.New(dashboard.Options{App: d.app, Token: func() [sha256.Size]byte { return d.setupNow().token },
 		Clock: d.clock, Version: opts.Version, Logger: d.log, Stop: d.stopCh})
 	return d, nil

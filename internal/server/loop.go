@@ -90,9 +90,14 @@ func (d *Daemon) logPass(rep ops.PassReport) {
 	level("pass", attrs...)
 }
 
-// announce sends the notices of an applied pass that the ledger does not
-// record as notices: those of a step that destroys (scheduled, done,
-// failed: the engine records them) go through the outbox.
+// announce sends from memory the notices of an applied pass that the
+// ledger did not record: the results of the steps that destroy nothing,
+// and a removal done whose notice could not be recorded. The recorded
+// ones (a step scheduled, a removal done or failed: Result.Noticed) go
+// through the outbox, which sends them from the ledger at least once. In
+// a fleet only a term that could act records them (fenced): a leader
+// whose writes were refused announces nothing of them, and a failure it
+// could not record is not reported as failed (engine.applyOne).
 func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
 	now := d.clock.Now().UTC()
 	for _, r := range res.Results {
@@ -136,7 +141,8 @@ func (d *Daemon) recordDelivery(del notify.Delivery) {
 	}
 	switch {
 	case del.Err != nil && del.Notice != 0:
-		// Given up: the ledger says so, and it is never sent again.
+		// Given up: the ledger says so (recordOutbox), and it is never
+		// sent again.
 		result, reason = ledger.ResultFailed, reason+": given up: "+del.Err.Error()
 		d.log.Error("notice given up: not delivered after its attempts", "event", del.Event.Event, "runtime", del.Event.Runtime,
 			"url", del.URL, "delivery", del.ID, "attempts", del.Attempts, "err", del.Err)
