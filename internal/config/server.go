@@ -52,6 +52,11 @@ type Server struct {
 	// the actions apply has not reached by then are left for the next
 	// pass, each reported. Default DefaultPassTimeout.
 	PassTimeout *Duration `toml:"pass_timeout"`
+	// NoticeHorizon (notice_horizon) bounds the outbox of webhook
+	// deliveries: a notice recorded longer ago and not delivered (the
+	// daemon was down or stopped before it got through) is not sent
+	// any more. Default DefaultNoticeHorizon.
+	NoticeHorizon *Duration `toml:"notice_horizon"`
 }
 
 // Notify is one [[notify]] table: a webhook.
@@ -124,6 +129,11 @@ const (
 	// flight at the deadline finishes; its own timeouts bound it), short
 	// enough that a stalled provider does not hold passes for hours.
 	DefaultPassTimeout = 30 * time.Minute
+	// DefaultNoticeHorizon is three of the default notice periods: a
+	// scheduled notice delivered that late still comes before the step
+	// of a longer grace, and a daemon down for a weekend does not
+	// announce what happened days ago.
+	DefaultNoticeHorizon = 72 * time.Hour
 )
 
 // NotifyEvents are the kinds of notices a webhook may receive.
@@ -144,13 +154,16 @@ type ServerSettings struct {
 	UsageRetention time.Duration
 	// PassTimeout is the deadline of one pass.
 	PassTimeout time.Duration
+	// NoticeHorizon is how old an undelivered notice may be and still be
+	// sent.
+	NoticeHorizon time.Duration
 }
 
 // ServerSettings resolves [server] with its defaults.
 func (c *Config) ServerSettings() ServerSettings {
 	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
 		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait,
-		UsageRetention: DefaultUsageRetention, PassTimeout: DefaultPassTimeout}
+		UsageRetention: DefaultUsageRetention, PassTimeout: DefaultPassTimeout, NoticeHorizon: DefaultNoticeHorizon}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
 	}
@@ -165,6 +178,9 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if c.Server.PassTimeout != nil && *c.Server.PassTimeout > 0 {
 		s.PassTimeout = time.Duration(*c.Server.PassTimeout)
+	}
+	if c.Server.NoticeHorizon != nil {
+		s.NoticeHorizon = time.Duration(*c.Server.NoticeHorizon)
 	}
 	if s.LogFormat == "" {
 		s.LogFormat = "text"
@@ -220,6 +236,9 @@ func (v *validator) server() {
 	}
 	if s.PassTimeout != nil && *s.PassTimeout <= 0 {
 		v.add("server.pass_timeout", "must be positive")
+	}
+	if s.NoticeHorizon != nil && time.Duration(*s.NoticeHorizon) < time.Minute {
+		v.add("server.notice_horizon", "must be at least a minute")
 	}
 	if s.TokenFile != "" {
 		v.absPath("server.token_file", s.TokenFile, "token file")

@@ -179,7 +179,8 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 				return nil
 			})
 			if err == nil {
-				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "scheduled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt,
+					Message: n.Reason, PlanID: p.ID})
 			}
 			return err
 		})
@@ -198,7 +199,8 @@ func (e *Engine) recordNotices(ctx context.Context, p *plan.Plan, res *plan.Appl
 				return nil
 			})
 			if err == nil {
-				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt, Message: n.Reason})
+				_, err = st.RecordNotice(ctx, ledger.Notice{Key: k, Kind: "canceled", Step: string(n.Step), Due: n.Due, At: p.CreatedAt,
+					Message: n.Reason, PlanID: p.ID})
 			}
 			return err
 		})
@@ -253,23 +255,38 @@ func (e *Engine) applyOne(ctx context.Context, p *plan.Plan, a plan.Action) (pla
 	}
 	// The closing write, still under the runtime's lock, in one fenced
 	// transaction for a shared source's runtime: the state the step left
-	// (a suspend's), the notice of a failed removal, the outcome. Refused
-	// (the term ended during the step), none of it is written: the entry
-	// stays unfinished, and the next leader's recovery finishes it from
-	// what it observes.
+	// (a suspend's), the notice of a removal done or failed, the outcome.
+	// Refused (the term ended during the step), none of it is written: the
+	// entry stays unfinished, and the next leader's recovery finishes it
+	// from what it observes.
+	var notice *ledger.Notice
+	switch {
+	case r.Outcome == plan.Failed && a.Step.Destructive():
+		// Whoever watches notices learns why the runtime stays.
+		n := failureNotice(p.ID, a, r.Reason, now)
+		notice = &n
+	case r.Outcome == plan.Done && a.Step.Destructive():
+		// ... or that it is gone, and where its work went.
+		n := doneNotice(p.ID, a, r, now)
+		notice = &n
+	}
+	var noticeErr error
 	err = e.write(ctx, term, func(ctx context.Context, st ledger.Store) error {
 		var errs []error
 		if mark != nil {
 			errs = append(errs, mark(ctx, st))
 		}
-		if r.Outcome == plan.Failed && a.Step.Destructive() {
-			// Whoever watches notices learns why the runtime stays.
-			_, err := st.RecordNotice(ctx, failureNotice(a, r.Reason, now))
-			errs = append(errs, err)
+		if notice != nil {
+			_, noticeErr = st.RecordNotice(ctx, *notice)
+			errs = append(errs, noticeErr)
 		}
 		errs = append(errs, st.RecordOutcome(ctx, intent, outcome))
 		return errors.Join(errs...)
 	})
+	// The webhooks' outbox sends a recorded notice (at least once, from the
+	// ledger); one not recorded is the daemon's to send from memory. A
+	// fenced write is one transaction: all of it committed, or nothing.
+	r.Noticed = notice != nil && noticeErr == nil && (term == nil || err == nil)
 	switch {
 	case Refused(err) && r.Outcome == plan.Failed:
 		// Its failure was not recorded, so it is not announced either:

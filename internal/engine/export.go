@@ -150,8 +150,20 @@ func (e *Engine) abandonExport(b backend.Backend, rt backend.Runtime, at time.Ti
 // failureNotice is the "failed" notice of a destructive action that
 // failed: the runtime stays, and whoever watches notices learns why.
 // applyOne writes it with the action's outcome.
-func failureNotice(a plan.Action, reason string, now time.Time) ledger.Notice {
-	return ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step), At: now, Message: reason}
+func failureNotice(planID string, a plan.Action, reason string, now time.Time) ledger.Notice {
+	return ledger.Notice{Key: a.Key(), Kind: "failed", Step: string(a.Step), At: now, Message: reason, PlanID: planID}
+}
+
+// doneNotice is the "archived" notice (with its archive) or the
+// "reclaimed" one of a destructive action done; applyOne writes it with
+// the action's outcome.
+func doneNotice(planID string, a plan.Action, r plan.Result, now time.Time) ledger.Notice {
+	kind := "reclaimed"
+	if r.ArchiveID != "" {
+		kind = "archived"
+	}
+	return ledger.Notice{Key: a.Key(), Kind: kind, Step: string(a.Step), At: now, Message: r.Reason, PlanID: planID,
+		ArchiveID: r.ArchiveID, FreedBytes: max(r.FreedBytes, 0)}
 }
 
 // dropInterruptedExport removes what an export interrupted by a crash left

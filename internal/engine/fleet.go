@@ -103,10 +103,27 @@ func (e *Engine) writeFor(ctx context.Context, k backend.Key, fn func(ctx contex
 // WriteFor runs fn on the ledger for the runtime k: fenced by the
 // current term when k's source is shared (refused, Refused(err), when this
 // replica does not lead or its lease was taken over), directly otherwise.
-// It is for what the daemon writes of a runtime beside a pass (the journal
-// rows of a notice's delivery).
+// It is for what the daemon writes of a runtime beside a pass: the journal
+// rows of a notice's delivery, and the outbox's record that it was
+// delivered (so a replica that lost the lead never marks delivered what
+// the leader owes).
 func (e *Engine) WriteFor(ctx context.Context, k backend.Key, fn func(ctx context.Context, st ledger.Store) error) error {
 	return e.writeFor(ctx, k, fn)
+}
+
+// NoticeSources are the sources whose notices this engine delivers now:
+// nil (every source, those of an earlier configuration too) on one host;
+// in a fleet, this replica's own sources and, while it leads, the shared
+// ones (never another host's).
+func (e *Engine) NoticeSources() []string {
+	if e.opts.Lead == nil {
+		return nil
+	}
+	names := []string{}
+	for _, s := range e.ActingSources() {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 // callCtx is the context of a backend call under term t: it ends when

@@ -300,15 +300,22 @@ func (a Archive) Validate() error {
 }
 
 // Notice records an announcement about a runtime: a destructive step
-// scheduled, canceled, or failed.
+// scheduled, canceled, done (reclaimed, archived) or failed.
 type Notice struct {
 	ID      int64 // assigned by the store
 	Key     Key
-	Kind    string // e.g. "scheduled", "canceled", "failed"
+	Kind    string // e.g. "scheduled", "canceled", "reclaimed", "archived", "failed"
 	Step    string
 	Due     time.Time // zero when the kind has no due time
 	At      time.Time
 	Message string
+	// PlanID is the plan that announced it ("" when none did: a pin
+	// canceling a schedule). Not part of what makes two notices the same,
+	// nor are ArchiveID and FreedBytes.
+	PlanID string
+	// ArchiveID and FreedBytes are what a step done archived and freed.
+	ArchiveID  string
+	FreedBytes int64
 }
 
 // Validate rejects a notice without a key, kind or time.
@@ -322,6 +329,9 @@ func (n Notice) Validate() error {
 	if n.At.IsZero() {
 		return fmt.Errorf("notice of %s: zero time", n.Key)
 	}
+	if n.FreedBytes < 0 {
+		return fmt.Errorf("notice of %s: negative bytes freed", n.Key)
+	}
 	return errors.Join(checkTime("notice time", n.At), checkTime("notice due", n.Due))
 }
 
@@ -330,6 +340,69 @@ type NoticeFilter struct {
 	Key   Key       // zero: every runtime
 	Since time.Time // only notices with At at or after Since
 	Limit int       // <= 0: no limit
+}
+
+// The outbox of webhook deliveries. A notice recorded is owed to every
+// webhook ([[notify]]) that wants its kind until its delivery to that
+// webhook is recorded as delivered or given up (RecordDelivery): a daemon
+// that stops, or dies, between recording a notice and delivering it
+// delivers it after its next start, or another replica of a fleet does.
+// A webhook is named by a stable name (the caller's: notify.HookName),
+// not by its URL, which may hold a credential.
+
+// NoticeDelivery is the state of one notice's delivery to one webhook.
+type NoticeDelivery struct {
+	NoticeID int64
+	Hook     string
+	// Attempts is how many POSTs were made in all, over every start.
+	Attempts int
+	// Delivered is when the webhook took it; GaveUp when its attempts ran
+	// out. Either ends the delivery: once one is recorded, a later record
+	// of the same delivery changes nothing. Both zero: still owed.
+	Delivered, GaveUp time.Time
+	// LastError is the last attempt's failure (it quotes no credential).
+	LastError string
+	At        time.Time // when this state was recorded
+}
+
+// Validate rejects a delivery without a notice, webhook or time, with
+// negative attempts, or both delivered and given up.
+func (d NoticeDelivery) Validate() error {
+	switch {
+	case d.NoticeID <= 0:
+		return errors.New("notice delivery: no notice id")
+	case d.Hook == "":
+		return fmt.Errorf("delivery of notice %d: empty webhook name", d.NoticeID)
+	case d.Attempts < 0:
+		return fmt.Errorf("delivery of notice %d: negative attempts", d.NoticeID)
+	case !d.Delivered.IsZero() && !d.GaveUp.IsZero():
+		return fmt.Errorf("delivery of notice %d: both delivered and given up", d.NoticeID)
+	case d.At.IsZero():
+		return fmt.Errorf("delivery of notice %d: zero time", d.NoticeID)
+	}
+	return errors.Join(checkTime("delivery time", d.At), checkTime("delivered time", d.Delivered), checkTime("given up time", d.GaveUp))
+}
+
+// PendingFilter selects the notices still owed to one webhook, in the
+// order they were recorded (by ID).
+type PendingFilter struct {
+	Hook string // required
+	// Kinds are the kinds the webhook wants; empty: every kind.
+	Kinds []string
+	// Sources narrows to the runtimes of these sources (a replica's own
+	// and, while it leads, the shared ones); nil: every source, empty
+	// but not nil: none.
+	Sources []string
+	Since   time.Time // only notices with At at or after Since (the horizon)
+	After   int64     // only notices with a higher ID: the cursor
+	Limit   int       // <= 0: no limit
+}
+
+// PendingNotice is a notice owed to a webhook, with the POSTs made so far
+// (a start cut short the round that made them).
+type PendingNotice struct {
+	Notice
+	Attempts int
 }
 
 // UsageSample is one managed filesystem's usage as a pass found it: the
@@ -508,6 +581,15 @@ type Store interface {
 	RecordNotice(ctx context.Context, n Notice) (int64, error)
 	// ListNotices returns notices matching f, oldest first.
 	ListNotices(ctx context.Context, f NoticeFilter) ([]Notice, error)
+	// PendingNotices returns the notices recorded since this outbox
+	// exists that are still owed to f.Hook (no delivery of them to it
+	// recorded as delivered or given up), matching f, by ID.
+	PendingNotices(ctx context.Context, f PendingFilter) ([]PendingNotice, error)
+	// RecordDelivery records the state of a notice's delivery to a
+	// webhook, replacing the last unless that one ended it (delivered or
+	// given up: then it is kept, and recording again is harmless). An
+	// unknown notice is ErrNotFound.
+	RecordDelivery(ctx context.Context, d NoticeDelivery) error
 
 	// RecordUsage records a pass's usage samples in one transaction. A
 	// sample of the same host, path and time again replaces the first.

@@ -47,6 +47,9 @@ type Event struct {
 
 // Hook is one webhook.
 type Hook struct {
+	// Name is the webhook's stable name in the ledger's outbox (the
+	// deliveries owed to it, its delivery ids): HookName(URL) unless set.
+	Name string
 	// URL receives the POSTs. It holds no user or password (the
 	// configuration refuses them): a receiver wanting a credential gets
 	// Header instead.
@@ -69,6 +72,14 @@ type Delivery struct {
 	URL      string
 	Attempts int
 	Err      error // nil: delivered; its text quotes no credential
+	// Hook is the webhook's Name.
+	Hook string
+	// Notice is the ledger's id of the notice when it came from the
+	// outbox (Offer), 0 for an event given to Send.
+	Notice int64
+	// Stopped: Close cut the delivery short (Err says so). It is no
+	// failure of the webhook: an outbox notice stays owed.
+	Stopped bool
 }
 
 // Options tune a Notifier.
@@ -164,11 +175,29 @@ func Redact(raw string) string {
 	return u.String()
 }
 
+// HookName is the stable name of the webhook at url: the URL itself is not
+// kept in the ledger (its query may hold a credential), a digest of it
+// is. A webhook whose URL changes is a new one.
+func HookName(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return "url-" + hex.EncodeToString(sum[:8])
+}
+
+// item is one event queued for one hook.
+type item struct {
+	ev Event
+	id string // the delivery id
+	// notice is the outbox notice's id (0: an event given to Send), tries
+	// the attempts this round may make (0: Options.Attempts).
+	notice int64
+	tries  int
+}
+
 // Notifier sends events to hooks.
 type Notifier struct {
 	opts   Options
 	hooks  []Hook
-	queues []chan Event
+	queues []chan item
 	stop   chan struct{} // closed by Close: backoffs end early
 	wg     sync.WaitGroup
 
@@ -197,9 +226,13 @@ func New(hooks []Hook, opts Options) *Notifier {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	n := &Notifier{opts: opts, hooks: hooks, stop: make(chan struct{})}
-	for _, h := range hooks {
-		q := make(chan Event, opts.Queue)
+	n := &Notifier{opts: opts, hooks: slices.Clone(hooks), stop: make(chan struct{})}
+	for i, h := range n.hooks {
+		if h.Name == "" {
+			n.hooks[i].Name = HookName(h.URL)
+		}
+		h = n.hooks[i]
+		q := make(chan item, opts.Queue)
 		n.queues = append(n.queues, q)
 		n.wg.Add(1)
 		go n.run(h, q)
@@ -219,11 +252,43 @@ func (n *Notifier) Send(ev Event) {
 			continue
 		}
 		select {
-		case n.queues[i] <- ev:
+		case n.queues[i] <- item{ev: ev, id: rand.Text()}:
 		default:
-			n.opts.Record(Delivery{Event: ev, URL: Redact(h.URL), Err: errors.New("queue full: notice dropped")})
+			n.opts.Record(Delivery{Event: ev, URL: Redact(h.URL), Hook: h.Name, Err: errors.New("queue full: notice dropped")})
 		}
 	}
+}
+
+// Hooks are the webhooks, each with its Name.
+func (n *Notifier) Hooks() []Hook { return slices.Clone(n.hooks) }
+
+// Attempts is how many times one round of a delivery is tried.
+func (n *Notifier) Attempts() int { return n.opts.Attempts }
+
+// Offer queues ev for the webhook named hook, as the delivery id of the
+// outbox's notice (Record reports it with Notice set), to be tried at
+// most tries times (at least once). It never blocks: false when the
+// queue is full, the hook unknown or the notifier closed (the notice
+// stays owed; the outbox offers it again later). It does not look at the
+// hook's Events: the outbox asked the ledger for those kinds only.
+func (n *Notifier) Offer(hook string, ev Event, id string, notice int64, tries int) bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.closed {
+		return false
+	}
+	for i, h := range n.hooks {
+		if h.Name != hook {
+			continue
+		}
+		select {
+		case n.queues[i] <- item{ev: ev, id: id, notice: notice, tries: max(tries, 1)}:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Close stops taking events, and waits until the queued ones are delivered
@@ -249,35 +314,55 @@ func (n *Notifier) Close(ctx context.Context) {
 	}
 }
 
-func (n *Notifier) run(h Hook, q <-chan Event) {
+func (n *Notifier) run(h Hook, q <-chan item) {
 	defer n.wg.Done()
-	for ev := range q {
-		id := rand.Text()
-		attempts, err := n.deliver(h, ev, id)
-		n.opts.Record(Delivery{Event: ev, ID: id, URL: Redact(h.URL), Attempts: attempts, Err: err})
+	for it := range q {
+		d := Delivery{Event: it.ev, ID: it.id, URL: Redact(h.URL), Hook: h.Name, Notice: it.notice}
+		if it.notice != 0 && n.stopped() {
+			// An outbox notice not begun when the wait for the queue
+			// ended stays owed to the next start: no POST at all.
+			d.Err, d.Stopped = errors.New("not sent before the stop"), true
+			n.opts.Record(d)
+			continue
+		}
+		tries := it.tries
+		if tries <= 0 {
+			tries = n.opts.Attempts
+		}
+		d.Attempts, d.Stopped, d.Err = n.deliver(h, it.ev, it.id, tries)
+		n.opts.Record(d)
+	}
+}
+
+func (n *Notifier) stopped() bool {
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
 	}
 }
 
 // deliver sends one event to one hook, retrying: every attempt carries the
 // same body and delivery id (a receiver dedupes on it) and a fresh
 // timestamp.
-func (n *Notifier) deliver(h Hook, ev Event, id string) (int, error) {
+func (n *Notifier) deliver(h Hook, ev Event, id string, tries int) (attempts int, stopped bool, err error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	wait := n.opts.Backoff
 	for attempt := 1; ; attempt++ {
 		err = n.post(h, ev.Event, id, body)
-		if err == nil || attempt >= n.opts.Attempts {
-			return attempt, err
+		if err == nil || attempt >= tries {
+			return attempt, false, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-n.stop:
 			t.Stop()
-			return attempt, fmt.Errorf("%w (gave up at shutdown)", err)
+			return attempt, true, fmt.Errorf("%w (gave up at shutdown)", err)
 		}
 		wait *= 2
 	}

@@ -228,6 +228,10 @@ type Result struct {
 	// a removal prints.
 	Kept    []string `json:"kept,omitempty"`
 	NotKept []string `json:"not_kept,omitempty"`
+	// Noticed: the engine recorded this result's notice in the ledger
+	// (an archive or delete, done or failed), which the webhooks' outbox
+	// sends; the daemon sends the others from memory. Not in the JSON.
+	Noticed bool `json:"-"`
 }
 
 // Key is the result's runtime key.
@@ -267,9 +271,10 @@ type Applied struct {
 	Problems []Problem `json:"problems"`
 	// Announced are the plan's Scheduled notices whose record committed
 	// (for a shared source's runtime, under the leader's fence): the ones
-	// to announce. A notice not recorded is the next pass's (or the next
-	// leader's) to schedule and announce, so announcing it now could
-	// announce it twice. Not in the JSON.
+	// announced (the daemon's outbox sends them from the ledger). A notice
+	// not recorded is the next pass's (or the next leader's) to schedule
+	// and announce, so announcing it now could announce it twice. Not in
+	// the JSON.
 	Announced []Notice `json:"-"`
 }
 

@@ -69,11 +69,14 @@ type Event struct {
 	// delivery was journaled), "watch" (an event stream of Source
 	// connected), "flush" (pending activity was written, or Err),
 	// "stopping" (a stop began), "reload" (a reload ended; Err says
-	// whether it took).
+	// whether it took), "outbox" (a sweep of the notices owed to the
+	// webhooks offered some, or failed).
 	Kind   string
 	Pass   *ops.PassReport
 	Source string
-	Err    error
+	// Notices is how many notices an "outbox" sweep offered.
+	Notices int
+	Err     error
 }
 
 // setup is what a configuration makes for the daemon itself, besides the
@@ -102,6 +105,10 @@ type Daemon struct {
 	// after a hold); stop waits for it before closing the ledger.
 	bg      sync.WaitGroup
 	metrics *metrics
+	// outbox delivers the notices the ledger owes the webhooks;
+	// outboxCh asks it to look again (coalesced).
+	outbox   *notify.Outbox
+	outboxCh chan struct{}
 	// dash is the dashboard at / (its event streams hear of passes and
 	// activity).
 	dash *dashboard.Dashboard
@@ -147,7 +154,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, level: new(slog.LevelVar), stateDir: filepath.Dir(cfg.Ledger.Path), clock: opts.Clock,
-		stopCh: make(chan struct{}), kickCh: make(chan backend.Key, 1024), fullCh: make(chan struct{}, 1)}
+		stopCh: make(chan struct{}), kickCh: make(chan backend.Key, 1024), fullCh: make(chan struct{}, 1), outboxCh: make(chan struct{}, 1)}
 	ss := cfg.ServerSettings()
 	d.log = newLogger(opts.Logs, ss.LogFormat, d.level)
 	d.level.Set(parseLevel(ss.LogLevel))
@@ -182,6 +189,8 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		d.raw.Close()
 		return nil, err
 	}
+	d.outbox = &notify.Outbox{Store: d.raw, Scope: engineScope{d.app}, Kinds: outboxKinds, Event: noticeEvent,
+		Now: d.clock.Now}
 	d.dash = dashboard.New(dashboard.Options{App: d.app, Token: func() [sha256.Size]byte { return d.setupNow().token },
 		Clock: d.clock, Version: opts.Version, Logger: d.log, Stop: d.stopCh})
 	return d, nil
@@ -390,7 +399,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	d.mu.Lock()
 	d.runCtx = runCtx
 	d.mu.Unlock()
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		// Known keys, read once: activity reports then find their runtime
@@ -402,6 +411,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}()
 	go func() { defer wg.Done(); d.loop(runCtx) }()
 	go func() { defer wg.Done(); d.watch(runCtx) }()
+	go func() { defer wg.Done(); d.deliverNotices(runCtx) }()
 	// The elector outlives the loop: a stopping leader finishes the
 	// action in flight under its term, then resigns, and a follower
 	// takes over at once.

@@ -44,6 +44,9 @@ func dashboardSetup(t *testing.T) *daemon {
 		"[[dirs]]\nroot = \""+runs+"\"\nretention = \"7d\"\ngrace = \"24h\"\n")
 	h := startDaemon(t, dir, cfg, server.Options{})
 	h.waitFor("the start pass to announce the archives", scheduled(h, "conv1:repo"))
+	// The schedule is written during the pass, its usage samples after:
+	// the tests read both.
+	h.waitPass("start")
 	return h
 }
 

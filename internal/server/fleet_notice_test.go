@@ -44,11 +44,13 @@ func (l *lockedLogs) String() string {
 }
 
 // TestFleetNoticeDeliveries: in a fleet, the daemon announces only the
-// scheduled notices whose record committed (Applied.Announced, under the
-// leader's fence for a remote runtime), and journals a delivery of a
-// remote runtime's notice under the fence: a replica whose lease was
-// taken over (its term still running by its own clock) writes no journal
-// row of it, while a local runtime's delivery is journaled as before.
+// notices recorded in the ledger (the outbox sends them; a scheduled
+// notice the pass could not record is announced by nobody), and writes
+// what it did with a remote runtime's notice under the fence: a replica
+// whose lease was taken over (its term still running by its own clock)
+// delivers it but writes no journal row of it and does not mark it
+// delivered (the new leader sends it again, under the same delivery id),
+// while a local runtime's delivery is journaled and marked as before.
 func TestFleetNoticeDeliveries(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	fake := fakes.NewE2B(t, "key", time.Now)
@@ -145,9 +147,18 @@ url = %q
 		return plan.Notice{Runtime: id, Backend: "e2b", Source: "sandboxes", Step: backend.StepDelete, Due: time.Now().Add(time.Hour)}
 	}
 	own := plan.Notice{Runtime: "r0", Backend: "dir", Source: local, Step: backend.StepDelete, Due: time.Now().Add(time.Hour)}
+	// announce records the notices a pass recorded (the others it only
+	// planned), and has the outbox send what the ledger owes.
 	announce := func(scheduled, recorded []plan.Notice) {
 		t.Helper()
+		for _, n := range recorded {
+			if _, err := d.raw.RecordNotice(t.Context(), ledger.Notice{Key: n.Key(), Kind: "scheduled", Step: string(n.Step),
+				Due: n.Due, At: time.Now().UTC()}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		d.announce(d.setupNow(), &plan.Plan{ID: "p", Scheduled: scheduled}, &plan.Applied{Announced: recorded})
+		d.kickOutbox()
 		for range recorded {
 			select {
 			case <-deliveries:
@@ -212,5 +223,11 @@ url = %q
 	}
 	if n := journaled(own.Key()); n != 1 {
 		t.Errorf("the local runtime's delivery journaled %d times, want 1 (not fenced)", n)
+	}
+	// Delivered, and marked so, are sb-0 and r0; sb-2 is still owed: the
+	// stale leader's mark was refused.
+	owed, err := d.raw.PendingNotices(t.Context(), ledger.PendingFilter{Hook: notify.HookName(hook.URL)})
+	if err != nil || len(owed) != 1 || owed[0].Key != remote("sb-2").Key() {
+		t.Errorf("owed after the takeover: %+v, %v; want sb-2's notice only", owed, err)
 	}
 }

@@ -39,6 +39,7 @@ func (d *Daemon) onPass(rep ops.PassReport) {
 	}
 	if !rep.Request.DryRun {
 		d.logPass(rep)
+		d.kickOutbox() // the notices the pass recorded
 	}
 	if d.dash != nil && !rep.Request.DryRun {
 		d.dash.Publish("pass")
@@ -89,24 +90,22 @@ func (d *Daemon) logPass(rep ops.PassReport) {
 	level("pass", attrs...)
 }
 
-// announce sends the notices of an applied pass: the scheduled ones
-// whose record committed, and the results. In a fleet that is the claim
-// of a delivery: a shared runtime's notice is recorded under the leader's
-// fence, so only the term that recorded it sends it, once, and a leader
-// whose write was refused sends nothing (the next leader schedules and
-// announces it). A result's notice follows an action only the term whose
-// fenced intent committed took; a failure it could not record is not
-// reported as failed (engine.applyOne).
+// announce sends from memory the notices of an applied pass that the
+// ledger did not record: the results of the steps that destroy nothing,
+// and a removal done whose notice could not be recorded. The recorded
+// ones (a step scheduled, a removal done or failed: Result.Noticed) go
+// through the outbox, which sends them from the ledger at least once. In
+// a fleet only a term that could act records them (fenced): a leader
+// whose writes were refused announces nothing of them, and a failure it
+// could not record is not reported as failed (engine.applyOne).
 func (d *Daemon) announce(s *setup, p *plan.Plan, res *plan.Applied) {
 	now := d.clock.Now().UTC()
-	for _, n := range res.Announced {
-		s.notifier.Send(notify.Event{Event: notify.Scheduled, Runtime: n.Runtime, Backend: n.Backend, Source: n.Source, Step: string(n.Step),
-			Due: n.Due, Reason: n.Reason, PlanID: p.ID, At: now, HowToStop: howToCancel(n.Key())})
-	}
 	for _, r := range res.Results {
 		ev := notify.Event{Runtime: r.Runtime, Backend: r.Backend, Source: r.Source, Step: string(r.Step), Reason: r.Reason,
 			FreedBytes: r.FreedBytes, ArchiveID: r.ArchiveID, PlanID: p.ID, At: now}
 		switch {
+		case r.Noticed:
+			continue // recorded as a notice: the outbox sends it
 		case r.Outcome == plan.Failed:
 			ev.Event = notify.Failed
 		case r.Outcome != plan.Done:
@@ -127,8 +126,12 @@ func howToCancel(k backend.Key) string {
 		"lease it (POST /v1/runtimes/%s/lease%s) or take a hold; or run: reclaimer pin %s", id, q, id, q, id, q, k)
 }
 
-// recordDelivery journals each webhook delivery and counts it.
+// recordDelivery journals each webhook delivery and counts it; an outbox
+// delivery's outcome is written to the ledger first.
 func (d *Daemon) recordDelivery(del notify.Delivery) {
+	if del.Notice != 0 && d.recordOutbox(del) {
+		return
+	}
 	result := ledger.ResultDone
 	// del.URL is redacted and del.Err quotes no credential (notify's
 	// contract): the journal, readable through /v1/journal, holds none.
@@ -136,7 +139,14 @@ func (d *Daemon) recordDelivery(del notify.Delivery) {
 	if del.ID != "" {
 		reason += " (delivery " + del.ID + ")"
 	}
-	if del.Err != nil {
+	switch {
+	case del.Err != nil && del.Notice != 0:
+		// Given up: the ledger says so (recordOutbox), and it is never
+		// sent again.
+		result, reason = ledger.ResultFailed, reason+": given up: "+del.Err.Error()
+		d.log.Error("notice given up: not delivered after its attempts", "event", del.Event.Event, "runtime", del.Event.Runtime,
+			"url", del.URL, "delivery", del.ID, "attempts", del.Attempts, "err", del.Err)
+	case del.Err != nil:
 		result, reason = ledger.ResultFailed, reason+": "+del.Err.Error()
 		d.log.Warn("notice not delivered", "event", del.Event.Event, "url", del.URL, "delivery", del.ID, "attempts", del.Attempts, "err", del.Err)
 	}
@@ -387,6 +397,7 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 	}
 	d.level.Set(parseLevel(ns.LogLevel))
 	d.closeSetup(old)
+	d.kickOutbox() // the webhooks of the new configuration
 	d.log.Info("reloaded the configuration", "changed", strings.Join(changes, "; "))
 	return nil
 }

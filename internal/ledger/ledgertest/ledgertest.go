@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Holds/Prune", testPruneHolds},
 		{"Archives/RecordAndRead", testArchives},
 		{"Notices/RecordAndList", testNotices},
+		{"Notices/Outbox", testOutbox},
 		{"Usage/RecordListPrune", testUsageSamples},
 		{"Journal/IntentsAndOutcomes", testJournal},
 		{"Journal/Pagination", testJournalPagination},

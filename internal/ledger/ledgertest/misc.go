@@ -32,6 +32,7 @@ func testInvalidInput(t *testing.T, s ledger.Store) {
 		{"RecordArchive empty id", s.RecordArchive(c, ledger.Archive{Key: k, CreatedAt: t0})},
 		{"RecordArchive bad manifest", s.RecordArchive(c, ledger.Archive{ID: "a", Key: k, CreatedAt: t0, Manifest: json.RawMessage(`{"x":`)})},
 		{"RecordNotice empty kind", errOf(s.RecordNotice(c, ledger.Notice{Key: k, At: t0}))},
+		{"RecordNotice negative bytes", errOf(s.RecordNotice(c, ledger.Notice{Key: k, Kind: "archived", At: t0, FreedBytes: -1}))},
 		{"AppendIntent empty step", errOf(s.AppendIntent(c, ledger.Intent{Key: k, At: t0}))},
 		{"AppendIntent zero time", errOf(s.AppendIntent(c, ledger.Intent{Key: k, Step: "caches"}))},
 	}

@@ -108,8 +108,11 @@ func testNotices(t *testing.T, s ledger.Store) {
 	}
 	// Recorded out of time order on purpose.
 	canceled := record(ledger.Notice{Key: k1, Kind: "canceled", Step: "archive", At: at(2 * time.Hour), Message: "activity"})
-	scheduled := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(72 * time.Hour).In(elsewhere), At: t0.In(elsewhere), Message: "inactive 14d"})
+	scheduled := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(72 * time.Hour).In(elsewhere), At: t0.In(elsewhere),
+		Message: "inactive 14d", PlanID: "20260314T150926Z-1a2b3c4d"})
 	other := record(ledger.Notice{Key: k2, Kind: "failed", Step: "delete", At: at(time.Hour), Message: "provider said 500"})
+	done := record(ledger.Notice{Key: k2, Kind: "archived", Step: "archive", At: at(5 * time.Hour), Message: "idle 30d",
+		PlanID: "20260314T200926Z-5e6f7a8b", ArchiveID: "a-1", FreedBytes: 1 << 40})
 	again := record(ledger.Notice{Key: k1, Kind: "scheduled", Step: "archive", Due: at(96 * time.Hour), At: at(3 * time.Hour)})
 	if scheduled.ID == canceled.ID || scheduled.ID == other.ID || again.ID == scheduled.ID {
 		t.Fatalf("notice ids repeat: %d %d %d %d", canceled.ID, scheduled.ID, other.ID, again.ID)
@@ -125,7 +128,7 @@ func testNotices(t *testing.T, s ledger.Store) {
 		return ns
 	}
 	mustEqual(t, "k1, oldest first", list(ledger.NoticeFilter{Key: k1}), []ledger.Notice{scheduled, canceled, again})
-	mustEqual(t, "all", list(ledger.NoticeFilter{}), []ledger.Notice{scheduled, other, canceled, again})
+	mustEqual(t, "all", list(ledger.NoticeFilter{}), []ledger.Notice{scheduled, other, canceled, again, done})
 	mustEqual(t, "since is inclusive", list(ledger.NoticeFilter{Key: k1, Since: at(2 * time.Hour)}), []ledger.Notice{canceled, again})
 	mustEqual(t, "limit", list(ledger.NoticeFilter{Since: at(time.Minute), Limit: 2}), []ledger.Notice{other, canceled})
 	mustEqual(t, "since the future", list(ledger.NoticeFilter{Since: at(100 * time.Hour)}), []ledger.Notice{})

@@ -68,10 +68,13 @@ func (s *Store) Load(ctx context.Context, snap *ledger.Snapshot) error {
 				return err
 			}
 		}
+		// Copied notices are not owed to any webhook: their deliveries
+		// were the old ledger's, which a copy does not carry.
 		for _, n := range snap.Notices {
-			if _, err := tx.Exec(ctx, `INSERT INTO notices (id, `+keyColumns+`, kind, step, due, at, message) OVERRIDING SYSTEM VALUE
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				append(append([]any{n.ID}, keyArgs(n.Key)...), n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message)...); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO notices (id, `+keyColumns+`, kind, step, due, at, message, plan_id, archive_id, freed_bytes, outbox)
+				OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, false)`,
+				append(append([]any{n.ID}, keyArgs(n.Key)...), n.Kind, n.Step, nanos(n.Due), n.At.UnixNano(), n.Message, n.PlanID,
+					n.ArchiveID, n.FreedBytes)...); err != nil {
 				return fmt.Errorf("notice %d: %w", n.ID, err)
 			}
 		}

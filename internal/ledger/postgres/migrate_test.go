@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"strings"
 	"sync"
@@ -259,4 +260,65 @@ func openURL(t *testing.T, url string) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// TestOutboxMigrationOwesOnlyNewNotices: a notice recorded before the
+// outbox (version 6) was sent, or lost, by the program of its day: the
+// upgrade does not make it owed; one recorded after is.
+func TestOutboxMigrationOwesOnlyNewNotices(t *testing.T) {
+	url := pgtest.NewSchema(t)
+	pool, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	before := fstest.MapFS{}
+	for _, name := range []string{"0001_init.sql", "0002_source.sql", "0003_replicas.sql", "0004_usage_samples.sql", "0005_agent_server.sql"} {
+		data, err := fs.ReadFile(migrationFiles, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = &fstest.MapFile{Data: data}
+	}
+	if err := migrate(t.Context(), pool, before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `INSERT INTO notices (backend, source, runtime_id, kind, step, at)
+		VALUES ('dir', 'dirs:/runs', 'run-1', 'scheduled', 'archive', $1)`, t0().UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ps, err := s.PendingNotices(t.Context(), ledger.PendingFilter{Hook: "h"}); err != nil || len(ps) != 0 {
+		t.Fatalf("owed after the upgrade: %+v, %v", ps, err)
+	}
+	id, err := s.RecordNotice(t.Context(), ledger.Notice{Key: ledger.Key{Source: "dirs:/runs", Backend: "dir", ID: "run-1"},
+		Kind: "scheduled", Step: "delete", At: t0()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := s.PendingNotices(t.Context(), ledger.PendingFilter{Hook: "h"}); err != nil || len(ps) != 1 || ps[0].ID != id {
+		t.Fatalf("owed after a new notice: %+v, %v", ps, err)
+	}
+}
+
+// TestLoadedNoticesAreNotOwed: a copy carries notices but not their
+// deliveries (the old ledger's): what it loads is not sent again.
+func TestLoadedNoticesAreNotOwed(t *testing.T) {
+	s, err := Open(t.Context(), pgtest.NewSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := ledger.Key{Source: "dirs:/runs", Backend: "dir", ID: "run-1"}
+	snap := &ledger.Snapshot{Notices: []ledger.Notice{{ID: 7, Key: k, Kind: "scheduled", Step: "archive", At: t0()}}}
+	if err := s.Load(t.Context(), snap); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := s.PendingNotices(t.Context(), ledger.PendingFilter{Hook: "h"}); err != nil || len(ps) != 0 {
+		t.Fatalf("owed after a copy: %+v, %v", ps, err)
+	}
 }

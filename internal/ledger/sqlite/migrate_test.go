@@ -99,6 +99,11 @@ func TestSchema1MigratesAndIsAdopted(t *testing.T) {
 	if ns, err := s.ListNotices(ctx, ledger.NoticeFilter{Key: adopted}); err != nil || len(ns) != 1 {
 		t.Fatalf("adopted notices %+v, %v", ns, err)
 	}
+	// A notice from before the outbox was sent (or lost) by the program
+	// of its day: an upgrade does not send it again.
+	if ps, err := s.PendingNotices(ctx, ledger.PendingFilter{Hook: "h"}); err != nil || len(ps) != 0 {
+		t.Fatalf("notices owed after the upgrade: %+v, %v", ps, err)
+	}
 	if js, err := s.ListJournal(ctx, ledger.JournalFilter{Key: adopted}); err != nil || len(js) != 1 {
 		t.Fatalf("adopted journal %+v, %v", js, err)
 	}
