@@ -61,6 +61,25 @@ func TestInterruptedArchiveIsFinished(t *testing.T) {
 	if strings.Contains(log, "unfinished") {
 		t.Fatalf("unfinished entries left:\n%s", log)
 	}
+	// The finished removal is a notice, as the interrupted apply's outcome
+	// would have been (the webhooks hear of it through the outbox); the
+	// interrupted one, which removed nothing, is not.
+	st, err = sqlite.Open(ctx, filepath.Join(dir, "state", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	notices, err := st.ListNotices(ctx, ledger.NoticeFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range notices {
+		got = append(got, n.Key.ID+" "+n.Kind+" "+n.Step+" "+n.PlanID+": "+n.Message)
+	}
+	if len(got) != 1 || got[0] != "marked reclaimed archive p1: finished after a restart" {
+		t.Fatalf("notices after the recovery: %q", got)
+	}
 }
 
 // TestInterruptedExportIsRemoved: a crash after an archive's objects were

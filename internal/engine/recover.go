@@ -51,6 +51,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		step := backend.Step(j.Intent.Step)
 		out := ledger.Outcome{At: e.opts.Now().UTC()}
 		var mark func(ctx context.Context, st ledger.Store) error
+		var notice *ledger.Notice // a removal finished or failed: the webhooks hear it (the outbox)
 		rec, err := st.Runtime(ctx, k)
 		marked := err == nil && (rec.State == string(backend.StateArchived) || rec.State == string(backend.StateDeleted))
 		switch {
@@ -75,11 +76,22 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 					end()
 					if err != nil {
 						out.Result, out.Reason = ledger.ResultFailed, "finishing after a restart: "+err.Error()
+						notice = &ledger.Notice{Key: k, Kind: "failed", Step: string(step), At: out.At, Message: out.Reason,
+							PlanID: j.Intent.PlanID}
 						break
 					}
 				}
 			}
 			out.Result, out.Reason = ledger.ResultDone, "finished after a restart"
+			// The notice the interrupted apply would have written with its
+			// outcome (doneNotice): what became of the runtime, and its
+			// archive.
+			kind := "reclaimed"
+			if rec.ArchiveID != "" {
+				kind = "archived"
+			}
+			notice = &ledger.Notice{Key: k, Kind: kind, Step: string(step), At: out.At, Message: out.Reason,
+				PlanID: j.Intent.PlanID, ArchiveID: rec.ArchiveID}
 		case step.Destructive():
 			out.Result, out.Reason = ledger.ResultFailed, "interrupted before the removal; nothing was removed"
 			e.dropInterruptedExport(ctx, k, j.Intent.PlanID, w.Find(k))
@@ -100,6 +112,11 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		err = e.writeFor(ctx, k, func(ctx context.Context, st ledger.Store) error {
 			if mark != nil {
 				if err := mark(ctx, st); err != nil {
+					return err
+				}
+			}
+			if notice != nil {
+				if _, err := st.RecordNotice(ctx, *notice); err != nil {
 					return err
 				}
 			}
