@@ -517,6 +517,20 @@ type JournalFilter struct {
 	Limit  int // <= 0: no limit
 }
 
+// PruneBatch bounds how many journal entries, and how many notices, one
+// transaction of Store.PruneJournal deletes.
+const PruneBatch = 500
+
+// JournalPruned is what Store.PruneJournal deleted.
+type JournalPruned struct {
+	Entries    int // finished journal entries
+	Notices    int
+	Deliveries int // the delivery rows of those notices, per notice and webhook
+}
+
+// Total is every row deleted.
+func (p JournalPruned) Total() int { return p.Entries + p.Notices + p.Deliveries }
+
 // Store is the ledger. See the package documentation for the contract that
 // every method follows (concurrency, time, idempotency, errors).
 type Store interface {
@@ -614,6 +628,18 @@ type Store interface {
 	// Unfinished returns the entries with no outcome, oldest first: what a
 	// crash left half done, for start-up recovery to finish or roll back.
 	Unfinished(ctx context.Context) ([]JournalEntry, error)
+	// PruneJournal deletes the journal entries whose outcome was recorded
+	// before before, and the notices recorded before before together with
+	// their delivery rows (the outbox's), and returns how many of each. An
+	// entry without an outcome is kept whatever its age: start-up recovery
+	// needs it. Runtimes, archives and everything else are not touched.
+	// It works in transactions of at most PruneBatch entries and
+	// PruneBatch notices each, so a large backlog never holds the write
+	// lock long; a prune cut short (an error, a cancel) leaves whole
+	// batches done and the rest for the next one. The outbox is the
+	// caller's to keep: a before no later than now minus the notice
+	// horizon deletes no notice still owed (an older one is never sent).
+	PruneJournal(ctx context.Context, before time.Time) (JournalPruned, error)
 
 	// Close releases the store. Calling it again returns nil.
 	Close() error

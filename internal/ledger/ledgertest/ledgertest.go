@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Store) {
 		{"Journal/IntentsAndOutcomes", testJournal},
 		{"Journal/Pagination", testJournalPagination},
 		{"Journal/OutcomeOfUnknownEntry", testOutcomeOfUnknownEntry},
+		{"Journal/Prune", testPruneJournal},
+		{"Journal/PruneConcurrently", testPruneJournalConcurrently},
 		{"InvalidInputWritesNothing", testInvalidInput},
 		{"TimesOutOfRange", testTimesOutOfRange},
 		{"CanceledContext", testCanceledContext},
