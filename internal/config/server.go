@@ -47,6 +47,11 @@ type Server struct {
 	// pass records (per managed filesystem) are kept. Default
 	// DefaultUsageRetention.
 	UsageRetention *Duration `toml:"usage_retention"`
+	// JournalRetention (journal_retention) is how long a finished journal
+	// entry, and a notice with its webhook deliveries, is kept; "off"
+	// keeps them all. Unfinished entries are always kept. Default
+	// DefaultJournalRetention.
+	JournalRetention *Duration `toml:"journal_retention"`
 	// PassTimeout (pass_timeout) is the deadline of one pass, CLI or
 	// daemon: planning that has not finished by then fails the pass, and
 	// the actions apply has not reached by then are left for the next
@@ -125,6 +130,10 @@ const (
 	// DefaultUsageRetention keeps a month of usage samples: at the
 	// default interval, 8,640 per filesystem.
 	DefaultUsageRetention = 30 * 24 * time.Hour
+	// DefaultJournalRetention keeps a quarter of the journal and the
+	// notices: what was done to a runtime, and why, stays readable long
+	// after the runtime is gone, and the ledger stops growing.
+	DefaultJournalRetention = 90 * 24 * time.Hour
 	// DefaultPassTimeout is long enough for a large apply (the action in
 	// flight at the deadline finishes; its own timeouts bound it), short
 	// enough that a stalled provider does not hold passes for hours.
@@ -152,6 +161,9 @@ type ServerSettings struct {
 	LeaderLease time.Duration
 	// UsageRetention is how long usage samples are kept.
 	UsageRetention time.Duration
+	// JournalRetention is how long finished journal entries and notices
+	// are kept; 0 keeps them all.
+	JournalRetention time.Duration
 	// PassTimeout is the deadline of one pass.
 	PassTimeout time.Duration
 	// NoticeHorizon is how old an undelivered notice may be and still be
@@ -163,7 +175,7 @@ type ServerSettings struct {
 func (c *Config) ServerSettings() ServerSettings {
 	s := ServerSettings{Listen: c.Server.Listen, Interval: DefaultInterval, TokenFile: c.Server.TokenFile,
 		LogFormat: c.Server.LogFormat, LogLevel: c.Server.LogLevel, HoldWait: DefaultHoldWait,
-		UsageRetention: DefaultUsageRetention, PassTimeout: DefaultPassTimeout, NoticeHorizon: DefaultNoticeHorizon}
+		UsageRetention: DefaultUsageRetention, JournalRetention: DefaultJournalRetention, PassTimeout: DefaultPassTimeout, NoticeHorizon: DefaultNoticeHorizon}
 	if s.Listen == "" {
 		s.Listen = DefaultListen
 	}
@@ -175,6 +187,9 @@ func (c *Config) ServerSettings() ServerSettings {
 	}
 	if c.Server.UsageRetention != nil {
 		s.UsageRetention = time.Duration(*c.Server.UsageRetention)
+	}
+	if c.Server.JournalRetention != nil {
+		s.JournalRetention = time.Duration(*c.Server.JournalRetention)
 	}
 	if c.Server.PassTimeout != nil && *c.Server.PassTimeout > 0 {
 		s.PassTimeout = time.Duration(*c.Server.PassTimeout)
@@ -233,6 +248,11 @@ func (v *validator) server() {
 	}
 	if s.UsageRetention != nil && time.Duration(*s.UsageRetention) < time.Hour {
 		v.add("server.usage_retention", "must be at least an hour")
+	}
+	// Zero is "off" (keep everything); anything else under an hour is a
+	// typo ("90" minutes meant as days?) that would empty the journal.
+	if s.JournalRetention != nil && *s.JournalRetention != 0 && time.Duration(*s.JournalRetention) < time.Hour {
+		v.add("server.journal_retention", `must be at least an hour, or "off"`)
 	}
 	if s.PassTimeout != nil && *s.PassTimeout <= 0 {
 		v.add("server.pass_timeout", "must be positive")

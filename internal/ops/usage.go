@@ -16,7 +16,8 @@ import (
 // about N hours at the last 6 hours' rate".
 const ForecastWindow = 6 * time.Hour
 
-// usagePruneEvery is how often the daemon prunes old usage samples.
+// usagePruneEvery is how often the daemon prunes old usage samples, and
+// the journal and notices past [server] journal_retention.
 const usagePruneEvery = time.Hour
 
 // UsageQuery selects usage samples.
@@ -177,7 +178,8 @@ func spanWords(d time.Duration) string {
 // recordUsage records a usage sample of every filesystem a full pass
 // measured (the daemon's, Options.SampleUsage), with what its plan would
 // free there, and now and then prunes the samples older than
-// [server] usage_retention. A failure is logged: it must not fail a pass.
+// [server] usage_retention and the journal older than journal_retention
+// (pruneJournal). A failure is logged: it must not fail a pass.
 func (a *App) recordUsage(ctx context.Context, w *engine.World, p *plan.Plan) {
 	byPath := map[string]int{}
 	var samples []ledger.UsageSample
@@ -215,12 +217,32 @@ func (a *App) recordUsage(ctx context.Context, w *engine.World, p *plan.Plan) {
 	}
 	a.stateMu.Unlock()
 	if prune {
-		keep := a.setupNow().cfg.ServerSettings().UsageRetention
-		if n, err := a.store.PruneUsage(ctx, a.now().Add(-keep)); err != nil {
+		ss := a.setupNow().cfg.ServerSettings()
+		if n, err := a.store.PruneUsage(ctx, a.now().Add(-ss.UsageRetention)); err != nil {
 			a.log.Warn("prune usage samples", "err", err)
 		} else if n > 0 {
 			a.log.Debug("pruned usage samples", "samples", n)
 		}
+		a.pruneJournal(ctx, ss.JournalRetention, ss.NoticeHorizon)
+	}
+}
+
+// pruneJournal deletes the journal entries finished longer than keep ago
+// and the notices (with their webhook deliveries) recorded that long ago;
+// keep 0 ([server] journal_retention = "off") keeps them all. A notice
+// younger than the outbox's horizon may still be owed to a webhook, so
+// nothing younger than horizon goes, whatever keep says: the outbox never
+// sends an older one. Unfinished entries are the store's to keep.
+func (a *App) pruneJournal(ctx context.Context, keep, horizon time.Duration) {
+	if keep <= 0 {
+		return
+	}
+	p, err := a.store.PruneJournal(ctx, a.now().Add(-max(keep, horizon)))
+	if err != nil {
+		// A prune cut short leaves whole batches done: log those too.
+		a.log.Warn("prune journal", "entries", p.Entries, "notices", p.Notices, "err", err)
+	} else if p.Total() > 0 {
+		a.log.Debug("pruned journal", "entries", p.Entries, "notices", p.Notices, "deliveries", p.Deliveries)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestLoadExample(t *testing.T) {
 	dirs.RegisteredOnly = true
 	wantServer := config.ServerSettings{Listen: "127.0.0.1:7390", Interval: 5 * time.Minute, TokenFile: "/etc/reclaimer/api.token",
 		LogFormat: "json", LogLevel: "info", HoldWait: 10 * time.Second, Name: "host-a", LeaderLease: 15 * time.Second,
-		UsageRetention: 30 * 24 * time.Hour, PassTimeout: 30 * time.Minute, NoticeHorizon: 72 * time.Hour}
+		UsageRetention: 30 * 24 * time.Hour, JournalRetention: 90 * 24 * time.Hour, PassTimeout: 30 * time.Minute, NoticeHorizon: 72 * time.Hour}
 	if got := c.ServerSettings(); got != wantServer {
 		t.Errorf("server:\n got  %+v\n want %+v", got, wantServer)
 	}
