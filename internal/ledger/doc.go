@@ -69,6 +69,9 @@
 // a journal entry again, releasing a hold that is already gone. Appending a
 // journal intent is the exception by nature: each call is one attempt and gets
 // a new entry.
+// Pruning (PruneHolds, PruneUsage, PruneJournal) again deletes nothing more,
+// from any number of writers at once; what a prune deleted is forgotten, so
+// recording the same notice again after it makes a new one.
 //
 // # Errors
 //
