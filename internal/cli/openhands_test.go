@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,82 +10,16 @@ import (
 	"time"
 
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands/openhandstest"
 	"github.com/reclaimer/reclaimer/internal/dockerclient/dockertest"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
-// agentServer lays out an OpenHands agent-server's storage the way its
-// Docker mode does (RuntimeProvisioningStore, DockerConversationRegistry):
-// runtime-control and runtime-data made 0700 at start; a conversation's
-// identity manifest written through a temporary file renamed into place;
-// starting it makes runtime-data/<hex>/persistence (the sandbox $HOME),
-// the workspace and the conversation folder, which the container fills.
-type agentServer struct {
-	t *testing.T
-	l openhands.Layout
-}
+// agentServer is an OpenHands agent-server's storage laid out as its
+// Docker mode does (openhandstest).
+type agentServer = openhandstest.AgentServer
 
-func newAgentServerIn(t *testing.T, base string) *agentServer {
-	t.Helper()
-	l, err := openhands.NewLayout(filepath.Join(base, "workspace", ".openhands"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{l.ControlDir(), l.DataRoot(), l.ConversationsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &agentServer{t: t, l: l}
-}
-
-func conversationID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return hex.EncodeToString(b[:])
-}
-
-// create writes a conversation's manifest (its keys encrypted).
-func (a *agentServer) create() string {
-	a.t.Helper()
-	id := conversationID()
-	data, _ := json.Marshal(map[string]any{
-		"conversation_id": openhands.UUID(id), "api_key": "gAAAAABencrypted", "encryption_key": "gAAAAABencrypted",
-		"grants": map[string]any{"credential_names": []string{}}, "workspace_path": a.l.Workspace(id),
-	})
-	tmp := filepath.Join(a.l.ControlDir(), "tmp"+id[:8])
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		a.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, a.l.ManifestPath(id)); err != nil {
-		a.t.Fatal(err)
-	}
-	return id
-}
-
-// run leaves what a conversation's container leaves: a home with dotfiles
-// and caches, the agent's work, the history; all last written at when.
-func (a *agentServer) run(id string, when time.Time) {
-	a.t.Helper()
-	home, ws, conv := a.l.Home(id), a.l.Workspace(id), a.l.ConversationDir(id)
-	testtree.Write(a.t, filepath.Join(home, ".bashrc"), "export PS1='$ '\n")
-	testtree.Write(a.t, filepath.Join(home, ".cache", "uv", "wheel.whl"), strings.Repeat("w", 64<<10))
-	testtree.Write(a.t, filepath.Join(home, ".npm", "_cacache", "index"), strings.Repeat("n", 16<<10))
-	testtree.Write(a.t, filepath.Join(ws, "app.py"), "print('hello')\n")
-	testtree.Write(a.t, filepath.Join(conv, "meta.json"), `{"title": "build the app"}`)
-	testtree.Write(a.t, filepath.Join(conv, "events", "event-00000-0.json"), `{"kind": "MessageEvent"}`)
-	testtree.Write(a.t, filepath.Join(conv, "bash_events", "event-0.json"), `{"command": "ls"}`)
-	testtree.Write(a.t, a.l.StatePath(id), `{"execution_status": "idle"}`)
-	testtree.Age(a.t, when, a.l.RunDir(id), conv)
-}
-
-// binds are the mounts the agent-server gives a conversation's container.
-func (a *agentServer) binds(id string) []string {
-	return []string{a.l.ConversationDir(id) + ":/var/openhands/conversations/" + id,
-		a.l.Home(id) + ":/var/openhands/.openhands", a.l.Workspace(id) + ":/workspace"}
-}
+func newAgentServerIn(t *testing.T, base string) *agentServer { return openhandstest.New(t, base) }
 
 var markerFormat = regexp.MustCompile(`^\{"retired_at": "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00"\}$`)
 
@@ -107,24 +39,24 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	m := newFakeMachine(t)
 	m.docker = true
 	a := newAgentServerIn(t, m.home)
-	owner := map[string]string{openhands.OwnerLabel: a.l.Owner()}
+	owner := map[string]string{openhands.OwnerLabel: a.L.Owner()}
 	old := time.Now().Add(-72 * time.Hour)
-	suffix := "-" + conversationID()[:8]
+	suffix := "-" + openhandstest.NewID()[:8]
 
-	idle := a.create()
-	a.run(idle, old)
-	manifest, err := os.ReadFile(a.l.ManifestPath(idle))
+	idle := a.Create("")
+	a.Run(idle, old)
+	manifest, err := os.ReadFile(a.L.ManifestPath(idle))
 	if err != nil {
 		t.Fatal(err)
 	}
-	idleC := run.Create(dockertest.Spec{Name: "oh-idle" + suffix, Labels: owner, Binds: a.binds(idle)})
-	stray := conversationID() // a runtime folder and container without a manifest
-	a.run(stray, old)
-	strayC := run.Create(dockertest.Spec{Name: "oh-stray" + suffix, Labels: owner, Binds: a.binds(stray)})
+	idleC := run.Create(dockertest.Spec{Name: "oh-idle" + suffix, Labels: owner, Binds: a.Binds(idle)})
+	stray := openhandstest.NewID() // a runtime folder and container without a manifest
+	a.Run(stray, old)
+	strayC := run.Create(dockertest.Spec{Name: "oh-stray" + suffix, Labels: owner, Binds: a.Binds(stray)})
 	unclaimedC := run.Create(dockertest.Spec{Name: "oh-unclaimed" + suffix, Labels: owner})
 	// A stopped execution-only container (a crash left it).
-	execC := run.Create(dockertest.Spec{Name: openhands.ExecutionNamePrefix + conversationID()[:12],
-		Labels: map[string]string{openhands.ExecutionScopeLabel: a.l.ExecutionScope()}})
+	execC := run.Create(dockertest.Spec{Name: openhands.ExecutionNamePrefix + openhandstest.NewID()[:12],
+		Labels: map[string]string{openhands.ExecutionScopeLabel: a.L.ExecutionScope()}})
 
 	opts := m.options()
 	opts.Discover.ContainerLabels = map[string]string{dockertest.LabelKey: run.Label}
@@ -134,7 +66,7 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	// containers' mounts, as one [[openhands]] source (its execution-only
 	// container with it, not a second source); nothing else.
 	out, errOut := m.runOK("plan")
-	if !strings.Contains(out, "OpenHands (openhands): 3 found") || !strings.Contains(out, "managed with it") || !strings.Contains(out, `persistence_dir = "`+a.l.PersistenceDir+`"`) ||
+	if !strings.Contains(out, "OpenHands (openhands): 3 found") || !strings.Contains(out, "managed with it") || !strings.Contains(out, `persistence_dir = "`+a.L.PersistenceDir+`"`) ||
 		strings.Count(out, "[[") != 1 {
 		t.Errorf("discovery of the agent-server:\n%s\n%s", out, errOut)
 	}
@@ -154,24 +86,24 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 		t.Fatalf("init's file has no retention or grace to edit:\n%s", data)
 	}
 	write(t, file, edited)
-	for i := 0; i < 4 && (exists(a.l.RunDir(idle)) || exists(a.l.RunDir(stray)) || run.State(unclaimedC) != "gone" || run.State(execC) != "gone"); i++ {
+	for i := 0; i < 4 && (exists(a.L.RunDir(idle)) || exists(a.L.RunDir(stray)) || run.State(unclaimedC) != "gone" || run.State(execC) != "gone"); i++ {
 		m.runOK("--config", file, "apply")
 	}
-	marker, err := os.ReadFile(a.l.MarkerPath(idle))
+	marker, err := os.ReadFile(a.L.MarkerPath(idle))
 	if err != nil || !markerFormat.Match(marker) {
 		t.Fatalf("archive marker %q, %v", marker, err)
 	}
-	if exists(a.l.RunDir(idle)) || run.State(idleC) != "gone" {
-		t.Errorf("after retention: folder there %v, container %s", exists(a.l.RunDir(idle)), run.State(idleC))
+	if exists(a.L.RunDir(idle)) || run.State(idleC) != "gone" {
+		t.Errorf("after retention: folder there %v, container %s", exists(a.L.RunDir(idle)), run.State(idleC))
 	}
-	if now, _ := os.ReadFile(a.l.ManifestPath(idle)); string(now) != string(manifest) {
+	if now, _ := os.ReadFile(a.L.ManifestPath(idle)); string(now) != string(manifest) {
 		t.Error("the manifest changed")
 	}
-	if !exists(filepath.Join(a.l.ConversationDir(idle), "bash_events", "event-0.json")) || !exists(a.l.StatePath(idle)) {
+	if !exists(filepath.Join(a.L.ConversationDir(idle), "bash_events", "event-0.json")) || !exists(a.L.StatePath(idle)) {
 		t.Error("the history was touched")
 	}
-	if exists(a.l.RunDir(stray)) || run.State(strayC) != "gone" || run.State(unclaimedC) != "gone" || run.State(execC) != "gone" {
-		t.Errorf("orphans not swept: folder %v, containers %s %s %s", exists(a.l.RunDir(stray)), run.State(strayC), run.State(unclaimedC), run.State(execC))
+	if exists(a.L.RunDir(stray)) || run.State(strayC) != "gone" || run.State(unclaimedC) != "gone" || run.State(execC) != "gone" {
+		t.Errorf("orphans not swept: folder %v, containers %s %s %s", exists(a.L.RunDir(stray)), run.State(strayC), run.State(unclaimedC), run.State(execC))
 	}
 	out, _ = m.runOK("--config", file, "archives", idle)
 	if !strings.Contains(out, idle) {
@@ -180,21 +112,21 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 
 	// Restore: the folder back (less caches), the marker gone.
 	m.runOK("--config", file, "restore", idle)
-	if exists(a.l.MarkerPath(idle)) {
+	if exists(a.L.MarkerPath(idle)) {
 		t.Error("the marker is still there after restore")
 	}
-	if b, err := os.ReadFile(filepath.Join(a.l.Workspace(idle), "app.py")); err != nil || string(b) != "print('hello')\n" {
+	if b, err := os.ReadFile(filepath.Join(a.L.Workspace(idle), "app.py")); err != nil || string(b) != "print('hello')\n" {
 		t.Errorf("restored workspace: %q %v", b, err)
 	}
-	if !exists(filepath.Join(a.l.Home(idle), ".bashrc")) || exists(filepath.Join(a.l.Home(idle), ".cache")) {
+	if !exists(filepath.Join(a.L.Home(idle), ".bashrc")) || exists(filepath.Join(a.L.Home(idle), ".cache")) {
 		t.Errorf("restored home: .bashrc %v, .cache %v (want the home less caches)",
-			exists(filepath.Join(a.l.Home(idle), ".bashrc")), exists(filepath.Join(a.l.Home(idle), ".cache")))
+			exists(filepath.Join(a.L.Home(idle), ".bashrc")), exists(filepath.Join(a.L.Home(idle), ".cache")))
 	}
 	// Resume: the agent-server's container on the restored folders works.
-	resumed := run.Create(dockertest.Spec{Name: "oh-resumed" + suffix, Labels: owner, Binds: a.binds(idle),
+	resumed := run.Create(dockertest.Spec{Name: "oh-resumed" + suffix, Labels: owner, Binds: a.Binds(idle),
 		Args: []string{"/workspace/resumed.txt=resumed"}, Start: true})
 	run.Wait(resumed)
-	if b, err := os.ReadFile(filepath.Join(a.l.Workspace(idle), "resumed.txt")); err != nil || string(b) != "resumed" {
+	if b, err := os.ReadFile(filepath.Join(a.L.Workspace(idle), "resumed.txt")); err != nil || string(b) != "resumed" {
 		t.Errorf("the resumed container did not work in the restored workspace: %q %v", b, err)
 	}
 	var rows []struct {
@@ -220,19 +152,19 @@ func TestOpenHandsEndToEnd(t *testing.T) {
 	// archived): an orphan; swept, it is marked archived as the
 	// agent-server's own retention leaves it, its manifest (the keys to the
 	// history) and history kept.
-	lost := a.create()
-	testtree.Write(t, a.l.StatePath(lost), `{"execution_status": "idle"}`)
-	lostManifest, _ := os.ReadFile(a.l.ManifestPath(lost))
+	lost := a.Create("")
+	testtree.Write(t, a.L.StatePath(lost), `{"execution_status": "idle"}`)
+	lostManifest, _ := os.ReadFile(a.L.ManifestPath(lost))
 	if out, _ := m.runOK("--config", file, "ls", "-o", "wide"); !strings.Contains(out, lost) {
 		t.Errorf("the lost conversation is not listed:\n%s", out)
 	}
-	for i := 0; i < 3 && !exists(a.l.MarkerPath(lost)); i++ {
+	for i := 0; i < 3 && !exists(a.L.MarkerPath(lost)); i++ {
 		m.runOK("--config", file, "apply")
 	}
-	if marker, err := os.ReadFile(a.l.MarkerPath(lost)); err != nil || !markerFormat.Match(marker) {
+	if marker, err := os.ReadFile(a.L.MarkerPath(lost)); err != nil || !markerFormat.Match(marker) {
 		t.Errorf("the lost conversation's marker: %q %v", marker, err)
 	}
-	if now, _ := os.ReadFile(a.l.ManifestPath(lost)); string(now) != string(lostManifest) || !exists(a.l.StatePath(lost)) {
+	if now, _ := os.ReadFile(a.L.ManifestPath(lost)); string(now) != string(lostManifest) || !exists(a.L.StatePath(lost)) {
 		t.Error("the lost conversation's manifest or history changed")
 	}
 }

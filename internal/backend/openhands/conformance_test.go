@@ -24,22 +24,22 @@ func TestConformance(t *testing.T) {
 			c := dockertest.Client(t)
 			run := dockertest.NewRun(t, c)
 			a, other := newAgentServer(t), newAgentServer(t)
-			b := openhands.New(openhands.Options{Layout: a.l, Client: c, Git: gitcmd.Runner{Timeout: time.Minute},
+			b := openhands.New(openhands.Options{Layout: a.L, Client: c, Git: gitcmd.Runner{Timeout: time.Minute},
 				CacheDirs: cacheDirs, StopTimeout: time.Second})
 			containers := map[string]string{} // conversation id -> container
 			start := func(s *agentServer, name string) string {
-				id := s.create("")
-				s.run(id, time.Now().Add(-time.Hour))
+				id := s.Create("")
+				s.Run(id, time.Now().Add(-time.Hour))
 				containers[id] = run.Create(dockertest.Spec{Name: unique(t, name),
-					Labels: map[string]string{openhands.OwnerLabel: s.l.Owner()}, Binds: conversationBinds(s.l, id),
+					Labels: map[string]string{openhands.OwnerLabel: s.L.Owner()}, Binds: conversationBinds(s.L, id),
 					Args: []string{"sleep"}, Start: true})
 				return id
 			}
 			layoutOf := func(id string) openhands.Layout {
-				if _, err := os.Lstat(other.l.ManifestPath(id)); err == nil {
-					return other.l
+				if _, err := os.Lstat(other.L.ManifestPath(id)); err == nil {
+					return other.L
 				}
-				return a.l
+				return a.L
 			}
 			return &backendtest.Provider{
 				Backend:     b,
@@ -56,7 +56,7 @@ func TestConformance(t *testing.T) {
 					if err := c.Remove(context.Background(), containers[id]); err != nil {
 						t.Fatal(err)
 					}
-					for _, p := range []string{a.l.RunDir(id), a.l.ManifestPath(id)} {
+					for _, p := range []string{a.L.RunDir(id), a.L.ManifestPath(id)} {
 						if err := os.RemoveAll(p); err != nil {
 							t.Fatal(err)
 						}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands/openhandstest"
 	"github.com/reclaimer/reclaimer/internal/dockerclient/dockertest"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/policy"
@@ -28,7 +29,7 @@ func conversationBinds(l openhands.Layout, id string) []string {
 }
 
 func unique(t *testing.T, what string) string {
-	return strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name())) + "-" + what + "-" + newID()[:6]
+	return strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name())) + "-" + what + "-" + openhandstest.NewID()[:6]
 }
 
 // TestContainersOnTheRealEngine: a conversation whose container runs is
@@ -43,29 +44,29 @@ func TestContainersOnTheRealEngine(t *testing.T) {
 	run := dockertest.NewRun(t, c)
 	a := newAgentServer(t)
 	old := time.Now().Add(-72 * time.Hour)
-	owner := map[string]string{openhands.OwnerLabel: a.l.Owner()}
+	owner := map[string]string{openhands.OwnerLabel: a.L.Owner()}
 
-	live := a.create("")
-	a.run(live, old)
+	live := a.Create("")
+	a.Run(live, old)
 	liveName := unique(t, "live")
-	liveC := run.Create(dockertest.Spec{Name: liveName, Labels: owner, Binds: conversationBinds(a.l, live), Args: []string{"sleep"}, Start: true})
+	liveC := run.Create(dockertest.Spec{Name: liveName, Labels: owner, Binds: conversationBinds(a.L, live), Args: []string{"sleep"}, Start: true})
 
-	noManifest := newID()
-	a.run(noManifest, old)
+	noManifest := openhandstest.NewID()
+	a.Run(noManifest, old)
 	strayName := unique(t, "stray")
-	run.Create(dockertest.Spec{Name: strayName, Labels: owner, Binds: conversationBinds(a.l, noManifest)})
+	run.Create(dockertest.Spec{Name: strayName, Labels: owner, Binds: conversationBinds(a.L, noManifest)})
 	unclaimedName := unique(t, "unclaimed")
 	run.Create(dockertest.Spec{Name: unclaimedName, Labels: owner})
 	execName := unique(t, "exec")
-	run.Create(dockertest.Spec{Name: execName, Labels: map[string]string{openhands.ExecutionScopeLabel: a.l.ExecutionScope()}})
+	run.Create(dockertest.Spec{Name: execName, Labels: map[string]string{openhands.ExecutionScopeLabel: a.L.ExecutionScope()}})
 	otherName := unique(t, "other")
 	run.Create(dockertest.Spec{Name: otherName, Labels: map[string]string{openhands.OwnerLabel: "0123456789abcdef01234567"}})
 
-	shared := a.create("")
-	a.run(shared, old)
-	run.Create(dockertest.Spec{Name: unique(t, "foreign"), Binds: []string{a.l.Workspace(shared) + ":/data"}, Args: []string{"sleep"}, Start: true})
+	shared := a.Create("")
+	a.Run(shared, old)
+	run.Create(dockertest.Spec{Name: unique(t, "foreign"), Binds: []string{a.L.Workspace(shared) + ":/data"}, Args: []string{"sleep"}, Start: true})
 
-	b := openhands.New(openhands.Options{Layout: a.l, Client: c, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs,
+	b := openhands.New(openhands.Options{Layout: a.L, Client: c, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs,
 		StopTimeout: time.Second})
 	ctx := testtree.Context(t)
 	rts := list(t, b)
@@ -101,7 +102,7 @@ func TestContainersOnTheRealEngine(t *testing.T) {
 	if !errors.Is(err, backend.ErrBusy) {
 		t.Errorf("Delete of a running conversation = %v, want ErrBusy", err)
 	}
-	if _, err := os.Lstat(a.l.MarkerPath(live)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.MarkerPath(live)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the marker written before the refusal stayed: %v", err)
 	}
 
@@ -123,10 +124,10 @@ func TestContainersOnTheRealEngine(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if run.State(liveC) != "gone" || !slices.Equal(moved, []string{a.l.RunDir(live)}) {
+	if run.State(liveC) != "gone" || !slices.Equal(moved, []string{a.L.RunDir(live)}) {
 		t.Errorf("after delete: container %s, moved %v", run.State(liveC), moved)
 	}
-	if _, err := os.Stat(a.l.MarkerPath(live)); err != nil {
+	if _, err := os.Stat(a.L.MarkerPath(live)); err != nil {
 		t.Errorf("no marker after delete: %v", err)
 	}
 
@@ -150,9 +151,9 @@ func TestMarkerRoundTripOnTheRealEngine(t *testing.T) {
 	c := dockertest.Client(t)
 	run := dockertest.NewRun(t, c)
 	a := newAgentServer(t)
-	id := a.create("")
-	a.run(id, time.Now().Add(-72*time.Hour))
-	b := openhands.New(openhands.Options{Layout: a.l, Client: c, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs})
+	id := a.Create("")
+	a.Run(id, time.Now().Add(-72*time.Hour))
+	b := openhands.New(openhands.Options{Layout: a.L, Client: c, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs})
 	w := newWorld(t, a, b, policy.Settings{Retention: 24 * time.Hour})
 	var archiveID string
 	for i := 0; i < 3 && archiveID == ""; i++ {
@@ -165,7 +166,7 @@ func TestMarkerRoundTripOnTheRealEngine(t *testing.T) {
 	if archiveID == "" {
 		t.Fatal("not archived after three passes")
 	}
-	if _, err := os.Stat(a.l.MarkerPath(id)); err != nil {
+	if _, err := os.Stat(a.L.MarkerPath(id)); err != nil {
 		t.Fatalf("no marker: %v", err)
 	}
 	recs, err := w.ledger.ListArchives(testtree.Context(t), toLedgerKey(backend.Key{Backend: openhands.Name, ID: id}))
@@ -176,19 +177,19 @@ func TestMarkerRoundTripOnTheRealEngine(t *testing.T) {
 		backend.RestoreOptions{Manifest: recs[0].Manifest, Sink: w.sink, Staging: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(a.l.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("marker still there after restore: %v", err)
 	}
 	// Resume: the agent-server's container on the restored folders.
 	name := unique(t, "resumed")
-	cid := run.Create(dockertest.Spec{Name: name, Labels: map[string]string{openhands.OwnerLabel: a.l.Owner()},
-		Binds: conversationBinds(a.l, id), Args: []string{"/workspace/resumed.txt=resumed", "/var/openhands/.openhands/.bash_history=ls\n"},
+	cid := run.Create(dockertest.Spec{Name: name, Labels: map[string]string{openhands.OwnerLabel: a.L.Owner()},
+		Binds: conversationBinds(a.L, id), Args: []string{"/workspace/resumed.txt=resumed", "/var/openhands/.openhands/.bash_history=ls\n"},
 		Start: true})
 	run.Wait(cid)
-	if got, err := os.ReadFile(filepath.Join(a.l.Workspace(id), "resumed.txt")); err != nil || string(got) != "resumed" {
+	if got, err := os.ReadFile(filepath.Join(a.L.Workspace(id), "resumed.txt")); err != nil || string(got) != "resumed" {
 		t.Fatalf("the resumed container did not work in the restored workspace: %q %v", got, err)
 	}
-	if got, err := os.ReadFile(filepath.Join(a.l.Workspace(id), "app.py")); err != nil || string(got) != "print('hello')\n" {
+	if got, err := os.ReadFile(filepath.Join(a.L.Workspace(id), "app.py")); err != nil || string(got) != "print('hello')\n" {
 		t.Fatalf("the restored workspace lost the agent's work: %q %v", got, err)
 	}
 	if rt := list(t, b)[id]; rt.State != backend.StateStopped || rt.Orphan != "" || rt.Labels["containers"] != name {

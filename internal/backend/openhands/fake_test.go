@@ -1,139 +1,17 @@
 package openhands_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands/openhandstest"
 	"github.com/reclaimer/reclaimer/internal/testtree"
 )
 
-// agentServer lays out an agent-server's storage the way its code does
-// (openhands/agent_server/docker_runtime: RuntimeProvisioningStore,
-// DockerConversationRegistry, DockerStorageAdapter), in a temporary folder:
-//
-//   - at start, P/runtime-control and P/runtime-data are made 0700;
-//   - creating a conversation writes P/runtime-control/<hex>.json, the
-//     pydantic JSON of its RuntimeIdentity (conversation_id as a dashed
-//     UUID, the keys encrypted, workspace_path), through a temporary file
-//     renamed into place;
-//   - starting its container makes runtime-data/<hex>/persistence, the
-//     conversation folder C/<hex> and the workspace (0700), which the
-//     container then fills: $HOME dotfiles and caches, the agent's work,
-//     meta.json, base_state.json and events/;
-//   - its retention writes the marker, then renames the runtime folder
-//     into runtime-data/.trash/<random>.
-type agentServer struct {
-	t *testing.T
-	l openhands.Layout
-}
+// agentServer is the agent-server's storage laid out as its code does
+// (openhandstest), in a temporary folder.
+type agentServer = openhandstest.AgentServer
 
 func newAgentServer(t *testing.T) *agentServer {
 	t.Helper()
-	base := testtree.Real(t, t.TempDir())
-	// The agent-server's default pairing: conversations beside .openhands.
-	l, err := openhands.NewLayout(filepath.Join(base, "workspace", ".openhands"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{l.ControlDir(), l.DataRoot(), l.ConversationsDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &agentServer{t: t, l: l}
-}
-
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // a version 4 UUID, as uuid4() makes
-	b[8] = b[8]&0x3f | 0x80
-	return hex.EncodeToString(b[:])
-}
-
-// create is provisioning.create(conversation_id, workspace): the manifest
-// only. workspace "" means the agent-server's own, in the runtime folder.
-func (a *agentServer) create(workspace string) string {
-	a.t.Helper()
-	id := newID()
-	if workspace == "" {
-		workspace = a.l.Workspace(id)
-	}
-	identity := map[string]any{
-		"conversation_id":        openhands.UUID(id),
-		"api_key":                "gAAAAABencrypted-api-key",
-		"encryption_key":         "gAAAAABencrypted-encryption-key",
-		"grants":                 map[string]any{"subscription": nil, "credential_names": []string{}, "mcp_server_names": []string{}},
-		"launched_agent_profile": nil,
-		"auxiliary_subscription": false,
-		"broker_token":           "gAAAAABencrypted-broker-token",
-		"workspace_path":         workspace,
-	}
-	data, err := json.Marshal(identity)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	tmp := filepath.Join(a.l.ControlDir(), "tmp"+id[:8])
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		a.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, a.l.ManifestPath(id)); err != nil {
-		a.t.Fatal(err)
-	}
-	return id
-}
-
-// run is what starting the conversation's container and working in it
-// leaves: the folders, a home with caches, the agent's work, the history;
-// base_state.json last written at lastActive (and every file with it).
-func (a *agentServer) run(id string, lastActive time.Time) {
-	a.t.Helper()
-	home, ws, conv := a.l.Home(id), a.l.Workspace(id), a.l.ConversationDir(id)
-	for _, d := range []string{home, ws, conv} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			a.t.Fatal(err)
-		}
-	}
-	testtree.Write(a.t, filepath.Join(home, ".bashrc"), "export PS1='$ '\n")
-	testtree.Write(a.t, filepath.Join(home, ".cache", "uv", "wheel.whl"), strings.Repeat("w", 64<<10))
-	testtree.Write(a.t, filepath.Join(home, ".npm", "_cacache", "index"), strings.Repeat("n", 16<<10))
-	testtree.Write(a.t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = agent\n")
-	testtree.Write(a.t, filepath.Join(ws, "app.py"), "print('hello')\n")
-	testtree.Write(a.t, filepath.Join(ws, "notes", "plan.md"), "1. write app\n")
-	testtree.Write(a.t, filepath.Join(conv, "meta.json"), `{"title": "build the app"}`)
-	testtree.Write(a.t, filepath.Join(conv, "events", "event-00000-0.json"), `{"kind": "MessageEvent"}`)
-	testtree.Write(a.t, a.l.StatePath(id), `{"execution_status": "idle"}`)
-	testtree.Age(a.t, lastActive, a.l.RunDir(id), conv)
-}
-
-// retire is the agent-server's own retention: marker first, then the
-// runtime folder into its trash.
-func (a *agentServer) retire(id string) {
-	a.t.Helper()
-	if err := os.WriteFile(a.l.MarkerPath(id), openhands.MarkerContent(time.Now()), 0o644); err != nil {
-		a.t.Fatal(err)
-	}
-	if err := os.MkdirAll(a.l.TrashDir(), 0o700); err != nil {
-		a.t.Fatal(err)
-	}
-	if err := os.Rename(a.l.RunDir(id), filepath.Join(a.l.TrashDir(), newID()[:12])); err != nil {
-		a.t.Fatal(err)
-	}
-}
-
-// manifestBytes is the manifest as it is now (it must never change).
-func (a *agentServer) manifestBytes(id string) string {
-	a.t.Helper()
-	data, err := os.ReadFile(a.l.ManifestPath(id))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return string(data)
+	return openhandstest.New(t, testtree.Real(t, t.TempDir()))
 }

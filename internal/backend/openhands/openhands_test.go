@@ -14,6 +14,7 @@ import (
 
 	"github.com/reclaimer/reclaimer/internal/backend"
 	"github.com/reclaimer/reclaimer/internal/backend/openhands"
+	"github.com/reclaimer/reclaimer/internal/backend/openhands/openhandstest"
 	"github.com/reclaimer/reclaimer/internal/engine"
 	"github.com/reclaimer/reclaimer/internal/gitcmd"
 	"github.com/reclaimer/reclaimer/internal/ledger"
@@ -27,7 +28,7 @@ import (
 var cacheDirs = []string{".cache", ".npm"}
 
 func newBackend(a *agentServer) *openhands.Backend {
-	return openhands.New(openhands.Options{Layout: a.l, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs})
+	return openhands.New(openhands.Options{Layout: a.L, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs})
 }
 
 func list(t *testing.T, b *openhands.Backend) map[string]backend.Runtime {
@@ -112,29 +113,29 @@ func TestMarkerContentIsPythons(t *testing.T) {
 func TestListConversations(t *testing.T) {
 	a := newAgentServer(t)
 	old := time.Now().Add(-72 * time.Hour).Truncate(time.Second)
-	one := a.create("")
-	a.run(one, old)
-	checkout := filepath.Join(filepath.Dir(a.l.PersistenceDir), "user-checkout")
+	one := a.Create("")
+	a.Run(one, old)
+	checkout := filepath.Join(filepath.Dir(a.L.PersistenceDir), "user-checkout")
 	testtree.Write(t, filepath.Join(checkout, "main.go"), "package main\n")
-	two := a.create(checkout)
-	a.run(two, old)
+	two := a.Create(checkout)
+	a.Run(two, old)
 	// base_state.json written later than every file: the activity.
 	recent := time.Now().Add(-time.Hour).Truncate(time.Second)
-	testtree.Age(t, recent, a.l.StatePath(one))
+	testtree.Age(t, recent, a.L.StatePath(one))
 
 	rts := list(t, newBackend(a))
 	if len(rts) != 2 {
 		t.Fatalf("runtimes: %v", slices.Collect(mapsKeys(rts)))
 	}
 	rt := rts[one]
-	if rt.State != backend.StateStopped || rt.Path != a.l.RunDir(one) || rt.Root != a.l.DataRoot() ||
-		rt.Home != a.l.Home(one) || !slices.Equal(rt.Workspaces, []string{a.l.Workspace(one)}) {
+	if rt.State != backend.StateStopped || rt.Path != a.L.RunDir(one) || rt.Root != a.L.DataRoot() ||
+		rt.Home != a.L.Home(one) || !slices.Equal(rt.Workspaces, []string{a.L.Workspace(one)}) {
 		t.Errorf("conversation: %+v", rt)
 	}
 	if !rt.LastActivity.Equal(recent) {
 		t.Errorf("last activity %v, want base_state.json's %v", rt.LastActivity, recent)
 	}
-	if rt.Labels["conversation_id"] != openhands.UUID(one) || rt.Labels["history"] != a.l.ConversationDir(one) {
+	if rt.Labels["conversation_id"] != openhands.UUID(one) || rt.Labels["history"] != a.L.ConversationDir(one) {
 		t.Errorf("labels %v", rt.Labels)
 	}
 	if rt.Unsaved == "" || rt.Orphan != "" || rt.Pinned != "" {
@@ -169,28 +170,28 @@ func mapsKeys(m map[string]backend.Runtime) func(func(string) bool) {
 func TestOrphansAndDamageAreReported(t *testing.T) {
 	a := newAgentServer(t)
 	old := time.Now().Add(-72 * time.Hour)
-	noManifest := newID()
-	a.run(noManifest, old)
-	half := a.create("")
-	a.run(half, old)
-	testtree.Write(t, a.l.MarkerPath(half), `{"retired_at": "2026-01-01T00:00:00+00:00"}`)
-	fresh := a.create("")
-	lost := a.create("")
-	a.run(lost, old)
-	if err := os.RemoveAll(a.l.RunDir(lost)); err != nil {
+	noManifest := openhandstest.NewID()
+	a.Run(noManifest, old)
+	half := a.Create("")
+	a.Run(half, old)
+	testtree.Write(t, a.L.MarkerPath(half), `{"retired_at": "2026-01-01T00:00:00+00:00"}`)
+	fresh := a.Create("")
+	lost := a.Create("")
+	a.Run(lost, old)
+	if err := os.RemoveAll(a.L.RunDir(lost)); err != nil {
 		t.Fatal(err)
 	}
-	archived := a.create("")
-	a.run(archived, old)
-	a.retire(archived)
-	mismatch := a.create("")
-	a.run(mismatch, old)
-	other := newID()
-	data := strings.Replace(a.manifestBytes(mismatch), openhands.UUID(mismatch), openhands.UUID(other), 1)
-	testtree.Write(t, a.l.ManifestPath(mismatch), data)
-	linked := newID()
-	a.run(linked, old)
-	if err := os.Symlink(a.l.ManifestPath(mismatch), a.l.ManifestPath(linked)); err != nil {
+	archived := a.Create("")
+	a.Run(archived, old)
+	a.Retire(archived)
+	mismatch := a.Create("")
+	a.Run(mismatch, old)
+	other := openhandstest.NewID()
+	data := strings.Replace(a.ManifestBytes(mismatch), openhands.UUID(mismatch), openhands.UUID(other), 1)
+	testtree.Write(t, a.L.ManifestPath(mismatch), data)
+	linked := openhandstest.NewID()
+	a.Run(linked, old)
+	if err := os.Symlink(a.L.ManifestPath(mismatch), a.L.ManifestPath(linked)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -234,7 +235,7 @@ func TestOrphansAndDamageAreReported(t *testing.T) {
 // empty listing.
 func TestListRefusesWhatIsNotAnAgentServer(t *testing.T) {
 	a := newAgentServer(t)
-	if err := os.Remove(a.l.ControlDir()); err != nil {
+	if err := os.Remove(a.L.ControlDir()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newBackend(a).List(testtree.Context(t), backend.ListOptions{}); err == nil || !strings.Contains(err.Error(), "does not exist") {
@@ -242,10 +243,10 @@ func TestListRefusesWhatIsNotAnAgentServer(t *testing.T) {
 	}
 	b := newAgentServer(t)
 	elsewhere := t.TempDir()
-	if err := os.Remove(b.l.DataRoot()); err != nil {
+	if err := os.Remove(b.L.DataRoot()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(elsewhere, b.l.DataRoot()); err != nil {
+	if err := os.Symlink(elsewhere, b.L.DataRoot()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newBackend(b).List(testtree.Context(t), backend.ListOptions{}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
@@ -309,18 +310,18 @@ func (w *world) pass(t *testing.T, reqs ...policy.Request) []plan.Result {
 // removes the marker: the agent-server would start it again.
 func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
 	a := newAgentServer(t)
-	id := a.create("")
-	a.run(id, time.Now().Add(-72*time.Hour))
-	keep := a.create("")
-	a.run(keep, time.Now().Add(-time.Minute))
-	manifest := a.manifestBytes(id)
-	ws := testtree.Fingerprint(t, a.l.Workspace(id))
-	bashrc, err := os.ReadFile(filepath.Join(a.l.Home(id), ".bashrc"))
+	id := a.Create("")
+	a.Run(id, time.Now().Add(-72*time.Hour))
+	keep := a.Create("")
+	a.Run(keep, time.Now().Add(-time.Minute))
+	manifest := a.ManifestBytes(id)
+	ws := testtree.Fingerprint(t, a.L.Workspace(id))
+	bashrc, err := os.ReadFile(filepath.Join(a.L.Home(id), ".bashrc"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	retired := time.Date(2026, 5, 6, 7, 8, 9, 123456000, time.UTC)
-	b := openhands.New(openhands.Options{Layout: a.l, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs,
+	b := openhands.New(openhands.Options{Layout: a.L, Git: gitcmd.Runner{Timeout: time.Minute}, CacheDirs: cacheDirs,
 		Now: func() time.Time { return retired }})
 	// No caches step: the caches are still there when the archive is made.
 	w := newWorld(t, a, b, policy.Settings{Retention: 24 * time.Hour})
@@ -341,23 +342,23 @@ func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
 	if archiveID == "" {
 		t.Fatalf("no archive after three passes: %+v", results)
 	}
-	marker, err := os.ReadFile(a.l.MarkerPath(id))
+	marker, err := os.ReadFile(a.L.MarkerPath(id))
 	if err != nil {
 		t.Fatalf("no archive marker: %v", err)
 	}
 	if want := `{"retired_at": "2026-05-06T07:08:09.123456+00:00"}`; string(marker) != want {
 		t.Errorf("marker %s, want %s", marker, want)
 	}
-	if _, err := os.Lstat(a.l.RunDir(id)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.RunDir(id)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the runtime folder is still there: %v", err)
 	}
-	if a.manifestBytes(id) != manifest {
+	if a.ManifestBytes(id) != manifest {
 		t.Error("the manifest changed")
 	}
-	if _, err := os.Stat(filepath.Join(a.l.ConversationDir(id), "events", "event-00000-0.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(a.L.ConversationDir(id), "events", "event-00000-0.json")); err != nil {
 		t.Errorf("the history is gone: %v", err)
 	}
-	if _, err := os.Stat(a.l.RunDir(keep)); err != nil {
+	if _, err := os.Stat(a.L.RunDir(keep)); err != nil {
 		t.Errorf("the recent conversation was touched: %v", err)
 	}
 	if rt, ok := list(t, b)[id]; ok {
@@ -386,19 +387,19 @@ func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dest != a.l.RunDir(id) {
+	if dest != a.L.RunDir(id) {
 		t.Errorf("restored to %s", dest)
 	}
-	if _, err := os.Lstat(a.l.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the marker is still there: %v", err)
 	}
-	if got := testtree.Fingerprint(t, a.l.Workspace(id)); got != ws {
+	if got := testtree.Fingerprint(t, a.L.Workspace(id)); got != ws {
 		t.Error("the workspace came back different")
 	}
-	if got, err := os.ReadFile(filepath.Join(a.l.Home(id), ".bashrc")); err != nil || string(got) != string(bashrc) {
+	if got, err := os.ReadFile(filepath.Join(a.L.Home(id), ".bashrc")); err != nil || string(got) != string(bashrc) {
 		t.Errorf("the home came back without its files: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(a.l.Home(id), ".cache")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(a.L.Home(id), ".cache")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("caches came back from an archive that should not hold them: %v", err)
 	}
 	if rt := list(t, b)[id]; rt.State != backend.StateStopped || rt.Orphan != "" {
@@ -411,11 +412,11 @@ func TestRetentionWritesTheMarkerAndRestoreResumes(t *testing.T) {
 // neither touches the manifest.
 func TestDeleteLeavesAnExistingMarkerAndTheManifest(t *testing.T) {
 	a := newAgentServer(t)
-	id := a.create("")
-	a.run(id, time.Now().Add(-72*time.Hour))
+	id := a.Create("")
+	a.Run(id, time.Now().Add(-72*time.Hour))
 	ours := `{"retired_at": "2025-12-31T23:59:59+00:00"}`
-	testtree.Write(t, a.l.MarkerPath(id), ours)
-	manifest := a.manifestBytes(id)
+	testtree.Write(t, a.L.MarkerPath(id), ours)
+	manifest := a.ManifestBytes(id)
 	b := newBackend(a)
 	rt := list(t, b)[id]
 	var moved []string
@@ -423,17 +424,17 @@ func TestDeleteLeavesAnExistingMarkerAndTheManifest(t *testing.T) {
 		moved = append(moved, p)
 		return os.Rename(p, p+".gone")
 	}})
-	if err != nil || !slices.Equal(moved, []string{a.l.RunDir(id)}) {
+	if err != nil || !slices.Equal(moved, []string{a.L.RunDir(id)}) {
 		t.Fatalf("Delete = %v, moved %v", err, moved)
 	}
-	if got, _ := os.ReadFile(a.l.MarkerPath(id)); string(got) != ours {
+	if got, _ := os.ReadFile(a.L.MarkerPath(id)); string(got) != ours {
 		t.Errorf("marker rewritten: %s", got)
 	}
-	if a.manifestBytes(id) != manifest {
+	if a.ManifestBytes(id) != manifest {
 		t.Error("manifest changed")
 	}
 	// A runtime that claims another folder is refused.
-	rt.Path = filepath.Join(a.l.DataRoot(), "elsewhere")
+	rt.Path = filepath.Join(a.L.DataRoot(), "elsewhere")
 	if err := b.Delete(testtree.Context(t), rt, backend.DeleteOptions{Discard: os.RemoveAll}); !errors.Is(err, backend.ErrProtected) {
 		t.Errorf("Delete of a wrong path = %v, want ErrProtected", err)
 	}
@@ -463,52 +464,52 @@ const sourceName = "openhands[0]"
 func TestOrphansAreSwept(t *testing.T) {
 	a := newAgentServer(t)
 	old := time.Now().Add(-72 * time.Hour)
-	stray := newID()
-	a.run(stray, old)
-	kept := a.create("")
-	a.run(kept, old)
-	gone := a.create("")
-	retired := a.create("")
-	a.run(retired, old)
-	a.retire(retired)    // leaves an entry in its trash
-	lost := a.create("") // ran, then lost its folder (not archived)
-	a.run(lost, old)
-	if err := os.RemoveAll(a.l.RunDir(lost)); err != nil {
+	stray := openhandstest.NewID()
+	a.Run(stray, old)
+	kept := a.Create("")
+	a.Run(kept, old)
+	gone := a.Create("")
+	retired := a.Create("")
+	a.Run(retired, old)
+	a.Retire(retired)    // leaves an entry in its trash
+	lost := a.Create("") // ran, then lost its folder (not archived)
+	a.Run(lost, old)
+	if err := os.RemoveAll(a.L.RunDir(lost)); err != nil {
 		t.Fatal(err)
 	}
-	lostManifest := a.manifestBytes(lost)
+	lostManifest := a.ManifestBytes(lost)
 	w := newWorld(t, a, newBackend(a), policy.Settings{})
 	for i := 0; i < 3; i++ {
 		w.pass(t)
 	}
-	if _, err := os.Lstat(a.l.RunDir(stray)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.RunDir(stray)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the folder without a manifest is still there: %v", err)
 	}
 	recs, err := w.ledger.ListArchives(testtree.Context(t), toLedgerKey(backend.Key{Backend: openhands.Name, ID: stray}))
 	if err != nil || len(recs) != 1 {
 		t.Errorf("the stray folder was not archived first: %+v %v", recs, err)
 	}
-	if names := testtree.Names(t, a.l.TrashDir()); len(names) != 0 {
+	if names := testtree.Names(t, a.L.TrashDir()); len(names) != 0 {
 		t.Errorf("the agent-server's trash still holds %v", names)
 	}
-	if _, err := os.Stat(a.l.RunDir(kept)); err != nil {
+	if _, err := os.Stat(a.L.RunDir(kept)); err != nil {
 		t.Errorf("a conversation with its manifest was touched: %v", err)
 	}
-	if a.manifestBytes(gone) == "" {
+	if a.ManifestBytes(gone) == "" {
 		t.Error("the manifest without a folder is empty")
 	}
-	if _, err := os.Lstat(a.l.MarkerPath(gone)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.MarkerPath(gone)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a marker was written for the manifest without a folder: %v", err)
 	}
 	// The lost conversation is marked archived, as the agent-server's own
 	// retention would leave it; its manifest and history stay.
-	if data, err := os.ReadFile(a.l.MarkerPath(lost)); err != nil || !strings.HasPrefix(string(data), `{"retired_at": "`) {
+	if data, err := os.ReadFile(a.L.MarkerPath(lost)); err != nil || !strings.HasPrefix(string(data), `{"retired_at": "`) {
 		t.Errorf("the lost conversation's marker: %q %v", data, err)
 	}
-	if a.manifestBytes(lost) != lostManifest {
+	if a.ManifestBytes(lost) != lostManifest {
 		t.Error("the lost conversation's manifest changed")
 	}
-	if _, err := os.Stat(a.l.StatePath(lost)); err != nil {
+	if _, err := os.Stat(a.L.StatePath(lost)); err != nil {
 		t.Errorf("the lost conversation's history: %v", err)
 	}
 	if _, ok := list(t, newBackend(a))[lost]; ok {
@@ -521,11 +522,11 @@ func TestOrphansAreSwept(t *testing.T) {
 // no marker, and suspending it is not found.
 func TestVanishedConversation(t *testing.T) {
 	a := newAgentServer(t)
-	id := a.create("")
-	a.run(id, time.Now().Add(-time.Hour))
+	id := a.Create("")
+	a.Run(id, time.Now().Add(-time.Hour))
 	b := newBackend(a)
 	rt := list(t, b)[id]
-	for _, p := range []string{a.l.ManifestPath(id), a.l.RunDir(id)} {
+	for _, p := range []string{a.L.ManifestPath(id), a.L.RunDir(id)} {
 		if err := os.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}
@@ -539,7 +540,7 @@ func TestVanishedConversation(t *testing.T) {
 			t.Fatalf("delete of a vanished conversation: %v", err)
 		}
 	}
-	if _, err := os.Lstat(a.l.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(a.L.MarkerPath(id)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a marker was written for a conversation that is gone: %v", err)
 	}
 	if err := b.Suspend(ctx, rt, backend.SuspendOptions{}); !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, errors.ErrUnsupported) {
